@@ -1,0 +1,17 @@
+# Generates a header that embeds each .lua file as `inline constexpr std::string_view <name>_lua`.
+# Invoked at build time: cmake -DOUT=<header> -DSOURCES=<a.lua|b.lua> -P embed_lua.cmake
+set(content "// Generated from src/lua/*.lua by cmake/embed_lua.cmake. Do not edit.\n#pragma once\n#include <string_view>\n\nnamespace rlock::detail::lua {\n")
+string(REPLACE "|" ";" SOURCES "${SOURCES}")
+foreach(src IN LISTS SOURCES)
+  get_filename_component(name "${src}" NAME_WE)
+  file(READ "${src}" text)
+  string(FIND "${text}" ")lua_\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${src} contains the raw-string delimiter )lua_\"")
+  endif()
+  string(APPEND content "inline constexpr std::string_view ${name}_lua = R\"lua_(${text})lua_\";\n")
+endforeach()
+string(APPEND content "}  // namespace rlock::detail::lua\n")
+file(WRITE "${OUT}.tmp" "${content}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")
+file(REMOVE "${OUT}.tmp")

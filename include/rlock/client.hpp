@@ -1,0 +1,107 @@
+// rlock/client.hpp: the entry point. One client per process is typical (Redisson's
+// RedissonClient): it owns the connections, the I/O threads, the pub/sub plumbing and, for
+// locks, the watchdog; every object it hands out shares them.
+//
+// Thread safety: all member functions may be called from any thread concurrently.
+// Invalid: destroying a client (or calling shutdown()) from one of its own completion handlers.
+//
+// Failure semantics: the client reconnects by itself after a connection drops. Requests whose
+// outcome became unknown (written, no reply) fail with errc::connection_lost or errc::timeout
+// and are never sent twice unless the operation is idempotent. Requests that certainly did not
+// reach the server are retried `retry_attempts` times with Redisson's equal-jitter delays,
+// within their deadline.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "rlock/config.hpp"
+#include "rlock/error.hpp"
+#include "rlock/reply.hpp"
+#include "rlock/script.hpp"
+
+namespace rlock {
+
+namespace detail {
+class core;
+}
+
+class client {
+ public:
+  using executor_type = asio::io_context::executor_type;
+  /// Completion signature of async_execute and async_eval.
+  using reply_signature = void(std::error_code, reply);
+
+  /// Validates `cfg` (throws rlock::error with errc::invalid_url or errc::invalid_argument),
+  /// starts the I/O threads and begins connecting in the background. Does not block on the
+  /// network: a server that is down surfaces as errors of the first operations.
+  explicit client(config cfg = {});
+  /// Fails pending operations with errc::shutdown, closes connections, joins the I/O threads.
+  ~client();
+  client(client&&) noexcept;
+  client& operator=(client&&) noexcept;
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  /// This client's id, a random UUID: the first half of every lock owner field it writes.
+  const std::string& id() const;
+  const config& get_config() const;
+  /// The executor of the client's I/O threads (the default for completion handlers).
+  executor_type get_executor() const;
+
+  /// Runs one Redis command. Error replies complete with the matching errc (wrong_type,
+  /// out_of_memory, server_error, ...). Not retried once written.
+  template <class CompletionToken>
+  auto async_execute(std::vector<std::string> args, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, reply_signature>(
+        [this](auto handler, std::vector<std::string> a) {
+          start_execute(std::move(a), wrap(std::move(handler)));
+        },
+        token, std::move(args));
+  }
+  /// Blocking form: returns the reply or throws rlock::error (with the server's text).
+  reply execute(std::vector<std::string> args);
+
+  /// Runs a Lua script by EVALSHA (NOSCRIPT recovered transparently).
+  template <class CompletionToken>
+  auto async_eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args,
+                  CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, reply_signature>(
+        [this, &s](auto handler, std::vector<std::string> k, std::vector<std::string> a) {
+          start_eval(s, std::move(k), std::move(a), wrap(std::move(handler)));
+        },
+        token, std::move(keys), std::move(args));
+  }
+  reply eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args);
+
+  /// Fails pending work with errc::shutdown and stops the I/O threads. Idempotent; the
+  /// destructor calls it.
+  void shutdown();
+
+  /// Internal: the engine shared by every object this client hands out.
+  const std::shared_ptr<detail::core>& core() const { return core_; }
+
+ private:
+  using callback = std::function<void(std::error_code, reply)>;
+
+  /// Adapts a completion handler: it runs on its associated executor (default: the client's).
+  template <class Handler>
+  callback wrap(Handler handler) {
+    auto ex = asio::get_associated_executor(handler, get_executor());
+    auto h = std::make_shared<Handler>(std::move(handler));
+    return [h, ex](std::error_code ec, reply r) mutable {
+      asio::dispatch(ex, [h, ec, r = std::move(r)]() mutable { (*h)(ec, std::move(r)); });
+    };
+  }
+  void start_execute(std::vector<std::string> args, callback cb);
+  void start_eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args,
+                  callback cb);
+
+  std::shared_ptr<detail::core> core_;
+};
+
+}  // namespace rlock

@@ -1,0 +1,124 @@
+// rlock/config.hpp: client configuration, with Redisson's option names (in snake_case) and
+// Redisson's defaults unless stated otherwise.
+//
+// Defines:
+//   rlock::tls_options     certificates and verification for rediss:// connections
+//   rlock::server_address  one parsed redis://, rediss:// or unix:// URL
+//   rlock::config          everything a rlock::client needs
+//   rlock::parse_url       URL parsing, with a precise error for each malformed part
+//
+// All durations are std::chrono::milliseconds and are measured on std::chrono::steady_clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace rlock {
+
+using namespace std::chrono_literals;
+
+/// TLS settings for rediss:// addresses. Verification of the server certificate is on by default;
+/// turning it off is for tests only.
+struct tls_options {
+  /// PEM file of the CA(s) that sign the server certificate. Empty: the system's default store.
+  std::string ca_file;
+  /// PEM client certificate and key, for servers with tls-auth-clients yes.
+  std::string cert_file;
+  std::string key_file;
+  /// Verify the server's certificate chain and its name (the URL host).
+  bool verify_peer = true;
+  /// Name checked against the server certificate and sent as SNI. Empty: the URL host.
+  std::string server_name;
+};
+
+/// One server address, as parsed from a URL by parse_url().
+struct server_address {
+  enum class scheme { redis, rediss, unix_socket };
+  scheme kind = scheme::redis;
+  std::string host = "127.0.0.1";  ///< host name or IP literal (no brackets); unused for unix
+  std::uint16_t port = 6379;
+  std::string path;  ///< unix socket path
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+  int database = 0;
+
+  /// The address as a URL without credentials, for messages and logs.
+  std::string to_string() const;
+};
+
+/// Parses `redis://[user[:password]@]host[:port][/db]`, `rediss://...` (TLS) and
+/// `unix:///path/to/socket[?db=N]`. User and password may be percent-encoded; IPv6 hosts go in
+/// brackets. The port defaults to 6379 and the database to 0.
+/// On failure returns errc::invalid_url and sets *why (if given) to a one-line reason.
+std::optional<server_address> parse_url(std::string_view url, std::error_code& ec,
+                                        std::string* why = nullptr);
+
+/// Parses a URL or throws rlock::error(errc::invalid_url) naming the bad part.
+server_address parse_url(std::string_view url);
+
+/// Client configuration. The names follow Redisson's Config/BaseConfig so that settings carry
+/// over; defaults are Redisson 4.7's unless the comment says "rlock default".
+struct config {
+  // ---- topology (this release: a single server) ----
+  /// The server's URL. Credentials in the URL override username/password below.
+  std::string address = "redis://127.0.0.1:6379";
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+  int database = 0;
+  /// Sent as CLIENT SETNAME on every connection when not empty.
+  std::string client_name;
+  tls_options tls;
+
+  // ---- connections ----
+  /// Connections per node that carry commands. They are multiplexed and pipelined, so a small
+  /// number serves many threads (rlock default 1; Redisson's pool default is 64).
+  int connection_pool_size = 1;
+  /// Dedicated pub/sub connections per node (rlock default 1; Redisson's pool default is 50).
+  /// Channels are reference-counted across all local listeners, so one connection carries
+  /// any number of locks.
+  int subscription_connection_pool_size = 1;
+  /// Threads that run the client's I/O (rlock default 1).
+  int io_threads = 1;
+
+  // ---- deadlines and retries ----
+  /// Per-request timeout: from the moment a command is queued to its reply.
+  std::chrono::milliseconds timeout = 3000ms;
+  /// Bound on establishing one connection (TCP, TLS, AUTH, SELECT, script loading).
+  std::chrono::milliseconds connect_timeout = 10000ms;
+  /// Bound on subscribing to a channel.
+  std::chrono::milliseconds subscription_timeout = 7500ms;
+  /// Attempts per request in all (Redisson's retryAttempts). A request whose outcome is unknown
+  /// is never resent unless it is idempotent.
+  int retry_attempts = 4;
+  /// Equal-jitter delay between attempts: attempt k waits half of min(base * 2^k, max) plus a
+  /// random amount up to that half (Redisson's EqualJitterDelay(1000 ms, 2 s)).
+  std::chrono::milliseconds retry_delay_base = 1000ms;
+  std::chrono::milliseconds retry_delay_max = 2000ms;
+  /// Interval of PING health checks on idle connections; 0 turns them off.
+  std::chrono::milliseconds ping_connection_interval = 30000ms;
+  /// Back-off bounds for reconnecting a dropped connection (rlock defaults).
+  std::chrono::milliseconds reconnect_delay_min = 50ms;
+  std::chrono::milliseconds reconnect_delay_max = 2000ms;
+
+  // ---- locks ----
+  /// Lease of a lock taken without an explicit lease; renewed every third of it while held.
+  std::chrono::milliseconds lock_watchdog_timeout = 30000ms;
+  /// Locks renewed per renewal script.
+  int lock_watchdog_batch_size = 100;
+  /// Fair-lock waiters' queue deadline when no wait time is given.
+  std::chrono::milliseconds fair_lock_wait_timeout = 300000ms;
+  /// Fail lock writes that no connected replica acknowledged (master/replica topologies).
+  bool check_lock_synced_slaves = true;
+  std::chrono::milliseconds slaves_sync_timeout = 1000ms;
+  /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every
+  /// key and channel of an object derives from the mapped name, so Java and C++ peers sharing a
+  /// lock must map names the same way.
+  std::function<std::string(std::string_view)> name_mapper;
+};
+
+}  // namespace rlock

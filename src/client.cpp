@@ -1,0 +1,83 @@
+#include "rlock/client.hpp"
+
+#include <string_view>
+
+#include "detail/blocking.hpp"
+#include "detail/core.hpp"
+#include "detail/lock_scripts.hpp"
+
+namespace rlock {
+namespace {
+
+std::vector<std::string_view> views(const std::vector<std::string>& v) {
+  return {v.begin(), v.end()};
+}
+
+reply take_or_throw(detail::blocking_result<detail::exec_result>& w) {
+  detail::exec_result r = w.take();
+  if (r.ec) throw error(r.ec, r.detail.empty() ? r.ec.message() : r.detail);
+  return std::move(r.value);
+}
+
+}  // namespace
+
+client::client(config cfg)
+    : core_(std::make_shared<detail::core>(std::move(cfg), detail::lock_scripts())) {}
+
+client::~client() {
+  if (core_) core_->shutdown();
+}
+
+client::client(client&&) noexcept = default;
+client& client::operator=(client&& o) noexcept {
+  if (this != &o) {
+    if (core_) core_->shutdown();
+    core_ = std::move(o.core_);
+  }
+  return *this;
+}
+
+const std::string& client::id() const { return core_->id(); }
+const config& client::get_config() const { return core_->cfg(); }
+client::executor_type client::get_executor() const { return core_->io().get_executor(); }
+void client::shutdown() { core_->shutdown(); }
+
+void client::start_execute(std::vector<std::string> args, callback cb) {
+  if (args.empty()) {
+    asio::post(core_->io(), [cb = std::move(cb)] {
+      cb(make_error_code(errc::invalid_argument), reply{});
+    });
+    return;
+  }
+  auto v = views(args);
+  core_->exec(v, {}, [cb = std::move(cb)](detail::exec_result r) {
+    cb(r.ec, std::move(r.value));
+  });
+}
+
+void client::start_eval(const script& s, std::vector<std::string> keys,
+                        std::vector<std::string> args, callback cb) {
+  auto k = views(keys);
+  auto a = views(args);
+  core_->eval(s, k, a, {}, [cb = std::move(cb)](detail::exec_result r) {
+    cb(r.ec, std::move(r.value));
+  });
+}
+
+reply client::execute(std::vector<std::string> args) {
+  if (args.empty()) throw error(make_error_code(errc::invalid_argument), "empty command");
+  detail::blocking_result<detail::exec_result> w;
+  auto v = views(args);
+  core_->exec(v, {}, [&w](detail::exec_result r) { w.set(std::move(r)); });
+  return take_or_throw(w);
+}
+
+reply client::eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args) {
+  detail::blocking_result<detail::exec_result> w;
+  auto k = views(keys);
+  auto a = views(args);
+  core_->eval(s, k, a, {}, [&w](detail::exec_result r) { w.set(std::move(r)); });
+  return take_or_throw(w);
+}
+
+}  // namespace rlock

@@ -1,0 +1,543 @@
+#include "detail/connection.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <string_view>
+
+namespace rlock::detail {
+namespace {
+
+exec_result failure(std::error_code ec, bool written, std::string detail = {}) {
+  exec_result r;
+  r.ec = ec;
+  r.written = written;
+  r.detail = std::move(detail);
+  return r;
+}
+
+}  // namespace
+
+connection::connection(asio::io_context& io, connection_options opts, handlers h)
+    : opts_(std::move(opts)),
+      handlers_(std::move(h)),
+      strand_(asio::make_strand(io)),
+      transport_(strand_),
+      connect_timer_(strand_),
+      reconnect_timer_(strand_),
+      deadline_timer_(strand_),
+      ping_timer_(strand_),
+      read_buf_(std::make_unique<std::array<char, 65536>>()) {}
+
+connection::~connection() = default;
+
+void connection::start() {
+  asio::dispatch(strand_, [self = shared_from_this()] {
+    std::unique_lock lk(self->mu_);
+    if (self->state_ != state::idle) return;
+    lk.unlock();
+    self->do_connect();
+  });
+}
+
+connection::state connection::current_state() const {
+  std::lock_guard lk(mu_);
+  return state_;
+}
+
+std::error_code connection::last_error() const {
+  std::lock_guard lk(mu_);
+  return last_error_;
+}
+
+void connection::run(completions& c) {
+  for (auto& [cb, res] : c) {
+    if (cb) cb(std::move(res));
+  }
+  c.clear();
+}
+
+// ---- connecting ----
+
+void connection::do_connect() {
+  std::uint64_t gen = 0;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ == state::closed) return;
+    state_ = state::connecting;
+    gen = ++generation_;
+    reader_.reset();
+  }
+  connect_timer_.expires_after(opts_.connect_timeout);
+  connect_timer_.async_wait([self = shared_from_this(), gen](std::error_code ec) {
+    if (ec) return;  // cancelled: connected or closed
+    self->setup_failed(gen, make_error_code(errc::timeout),
+                       "connecting to " + self->opts_.address.to_string() + " timed out");
+  });
+  transport_.async_connect(
+      opts_.address, opts_.tls_context, opts_.tls,
+      [self = shared_from_this(), gen](std::error_code ec, std::string detail) {
+        self->on_transport_connected(gen, ec, std::move(detail));
+      });
+}
+
+void connection::on_transport_connected(std::uint64_t gen, std::error_code ec,
+                                        std::string detail) {
+  {
+    std::lock_guard lk(mu_);
+    if (gen != generation_ || state_ != state::connecting) return;
+  }
+  if (ec) {
+    setup_failed(gen, ec, std::move(detail));
+    return;
+  }
+  start_read(gen);
+  send_setup(gen);
+}
+
+void connection::send_setup(std::uint64_t gen) {
+  // Setup commands are written directly, ahead of any queued user request.
+  std::vector<std::vector<std::string>> cmds;
+  if (opts_.password) {
+    if (opts_.username) {
+      cmds.push_back({"AUTH", *opts_.username, *opts_.password});
+    } else {
+      cmds.push_back({"AUTH", *opts_.password});
+    }
+  } else if (opts_.username) {
+    cmds.push_back({"AUTH", *opts_.username, ""});
+  }
+  if (opts_.address.database != 0) {
+    cmds.push_back({"SELECT", std::to_string(opts_.address.database)});
+  }
+  if (!opts_.client_name.empty()) cmds.push_back({"CLIENT", "SETNAME", opts_.client_name});
+  for (const auto& text : opts_.scripts) cmds.push_back({"SCRIPT", "LOAD", text});
+  // A final PING proves the server answers even when there is nothing else to send (and,
+  // without AUTH, surfaces NOAUTH here rather than on the first user request).
+  cmds.push_back({"PING"});
+
+  std::string bytes;
+  std::unique_lock lk(mu_);
+  if (gen != generation_ || state_ != state::connecting) return;
+  const std::size_t n = cmds.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::string_view> args(cmds[i].begin(), cmds[i].end());
+    encode_command(args, bytes);
+    std::string what = cmds[i][0];
+    if (what == "CLIENT" || what == "SCRIPT") what += " " + cmds[i][1];
+    entry e;
+    e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n),
+                  what = std::move(what)](exec_result r) {
+      if (r.ec) {
+        std::string detail = what + " failed during connection setup";
+        if (!r.detail.empty()) detail += ": " + r.detail;
+        self->setup_failed(gen, r.ec, std::move(detail));
+      } else if (last) {
+        self->become_ready(gen);
+      }
+    };
+    awaiting_.push_back(std::move(e));
+  }
+  write_buf_ = std::move(bytes);
+  writing_ = true;
+  lk.unlock();
+  transport_.async_write(asio::buffer(write_buf_),
+                         [self = shared_from_this(), gen](std::error_code ec, std::size_t) {
+                           self->on_written(gen, ec);
+                         });
+}
+
+void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string detail) {
+  completions done;
+  {
+    std::lock_guard lk(mu_);
+    if (gen != generation_ || state_ != state::connecting) return;
+    const bool sticky = ec == errc::auth_failed || ec == errc::auth_required ||
+                        ec == errc::tls_error || ec == errc::no_permission;
+    last_error_ = ec;
+    last_error_detail_ = detail;
+    sticky_error_ = sticky;
+    ++generation_;  // ignore late completions of this attempt
+    transport_.close();
+    connect_timer_.cancel();
+    // While connecting, awaiting_ holds only the setup commands: drop them without running
+    // their callbacks (they would only report this same failure again).
+    awaiting_.clear();
+    // Queued user requests cannot be sent on this attempt. Fail them now with the reason so
+    // the retry layer can decide; they were certainly not written.
+    for (auto& e : pending_) {
+      if (e.req.done) done.emplace_back(std::move(e.req.done), failure(ec, false, detail));
+    }
+    pending_.clear();
+    writing_ = false;
+    schedule_reconnect_locked();
+  }
+  run(done);
+}
+
+void connection::become_ready(std::uint64_t gen) {
+  {
+    std::unique_lock lk(mu_);
+    if (gen != generation_ || state_ != state::connecting) return;
+    state_ = state::ready;
+    failures_ = 0;
+    last_error_.clear();
+    last_error_detail_.clear();
+    sticky_error_ = false;
+    connect_timer_.cancel();
+    start_write_locked(lk);
+  }
+  if (opts_.ping_interval.count() > 0) {
+    ping_timer_.expires_after(opts_.ping_interval);
+    ping_timer_.async_wait(
+        [self = shared_from_this()](std::error_code ec) { self->on_ping_timer(ec); });
+  }
+  if (handlers_.on_ready) handlers_.on_ready();
+}
+
+void connection::schedule_reconnect_locked() {
+  state_ = state::backoff;
+  ++failures_;
+  long long ms = opts_.reconnect_delay_min.count();
+  for (int i = 1; i < failures_ && ms < opts_.reconnect_delay_max.count(); ++i) ms *= 2;
+  ms = std::min<long long>(ms, opts_.reconnect_delay_max.count());
+  std::uniform_int_distribution<long long> jitter(ms / 2, ms);
+  reconnect_timer_.expires_after(std::chrono::milliseconds(jitter(rng_)));
+  reconnect_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+    if (!ec) self->do_connect();
+  });
+}
+
+// ---- submitting and writing ----
+
+void connection::submit(request r) {
+  std::unique_lock lk(mu_);
+  if (state_ == state::closed) {
+    lk.unlock();
+    asio::post(strand_, [cb = std::move(r.done)]() mutable {
+      if (cb) cb(failure(make_error_code(errc::shutdown), false));
+    });
+    return;
+  }
+  if (state_ == state::backoff || state_ == state::idle) {
+    // Not connected: fail fast with the reason; the caller's retry policy decides what next.
+    std::error_code ec = sticky_error_ ? last_error_ : make_error_code(errc::not_connected);
+    if (!sticky_error_ && last_error_ == errc::connection_refused) ec = last_error_;
+    std::string detail = last_error_detail_;
+    lk.unlock();
+    asio::post(strand_, [cb = std::move(r.done), ec, detail = std::move(detail)]() mutable {
+      if (cb) cb(failure(ec, false, std::move(detail)));
+    });
+    return;
+  }
+  const auto deadline = r.deadline;
+  entry e;
+  e.remaining = r.replies;
+  e.req = std::move(r);
+  pending_.push_back(std::move(e));
+  if (deadline < armed_deadline_) arm_deadline_locked(deadline);
+  if (state_ != state::ready || writing_) return;
+  if (pending_.size() == 1 && try_direct_send_locked()) return;
+  writing_ = true;  // claim the write; the strand starts it
+  lk.unlock();
+  asio::post(strand_, [self = shared_from_this()] {
+    std::unique_lock lk2(self->mu_);
+    self->writing_ = false;
+    self->start_write_locked(lk2);
+  });
+}
+
+bool connection::try_direct_send_locked() {
+  const int fd = transport_.direct_fd();
+  if (fd < 0) return false;
+  entry& e = pending_.front();
+  const std::string& bytes = e.req.payload;
+  ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n < 0) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      return false;  // let the asynchronous path meet (and report) the error
+    }
+    n = 0;
+  }
+  if (n == 0) return false;  // nothing written: the ordinary path sends it
+  const auto written = static_cast<std::size_t>(n);
+  entry moved = std::move(pending_.front());
+  pending_.pop_front();
+  std::string rest = written < moved.req.payload.size() ? moved.req.payload.substr(written) : "";
+  if (moved.remaining > 0) {
+    moved.req.payload.clear();
+    awaiting_.push_back(std::move(moved));
+  }
+  if (!rest.empty()) {
+    write_buf_ = std::move(rest);
+    writing_ = true;
+    const std::uint64_t gen = generation_;
+    asio::post(strand_, [self = shared_from_this(), gen] {
+      self->transport_.async_write(asio::buffer(self->write_buf_),
+                                   [self, gen](std::error_code ec, std::size_t) {
+                                     self->on_written(gen, ec);
+                                   });
+    });
+  }
+  return true;
+}
+
+void connection::start_write_locked(std::unique_lock<std::mutex>& lk) {
+  if (writing_ || state_ != state::ready || pending_.empty()) return;
+  write_buf_.clear();
+  while (!pending_.empty()) {
+    entry& e = pending_.front();
+    write_buf_ += e.req.payload;
+    if (e.remaining > 0) {
+      e.req.payload.clear();
+      e.req.payload.shrink_to_fit();
+      awaiting_.push_back(std::move(e));
+    }
+    pending_.pop_front();
+  }
+  writing_ = true;
+  const std::uint64_t gen = generation_;
+  lk.unlock();
+  auto self = shared_from_this();
+  asio::dispatch(strand_, [self, gen] {
+    self->transport_.async_write(asio::buffer(self->write_buf_),
+                                 [self, gen](std::error_code ec, std::size_t) {
+                                   self->on_written(gen, ec);
+                                 });
+  });
+  lk.lock();
+}
+
+void connection::on_written(std::uint64_t gen, std::error_code ec) {
+  if (ec) {
+    drop(gen, make_error_code(errc::connection_lost), "write failed: " + ec.message());
+    return;
+  }
+  std::unique_lock lk(mu_);
+  if (gen != generation_) return;
+  writing_ = false;
+  start_write_locked(lk);
+}
+
+// ---- reading ----
+
+void connection::start_read(std::uint64_t gen) {
+  transport_.async_read_some(
+      asio::buffer(*read_buf_),
+      [self = shared_from_this(), gen](std::error_code ec, std::size_t n) {
+        self->on_read(gen, ec, n);
+      });
+}
+
+void connection::on_read(std::uint64_t gen, std::error_code ec, std::size_t n) {
+  {
+    std::lock_guard lk(mu_);
+    if (gen != generation_) return;
+    if (ec) {
+      // fall through to drop() outside the lock
+    } else {
+      last_read_ = clock::now();
+    }
+  }
+  if (ec) {
+    drop(gen, make_error_code(errc::connection_lost),
+         ec == asio::error::eof ? "server closed the connection" : "read failed: " + ec.message());
+    return;
+  }
+  reader_.feed(read_buf_->data(), n);
+  completions done;
+  std::error_code perr;
+  for (;;) {
+    reply r;
+    if (!reader_.next(r, perr)) break;
+    handle_reply(std::move(r), done);
+  }
+  run(done);
+  if (perr) {
+    drop(gen, perr, "unparseable reply from server");
+    return;
+  }
+  start_read(gen);
+}
+
+void connection::handle_reply(reply r, completions& out) {
+  if (opts_.pubsub && r.is_array() && r.size() >= 2 && r[0].is_string()) {
+    const std::string_view kind = r[0].str();
+    if (kind == "message" || kind == "smessage" || kind == "subscribe" ||
+        kind == "unsubscribe" || kind == "ssubscribe" || kind == "sunsubscribe" ||
+        kind == "pmessage" || kind == "psubscribe" || kind == "punsubscribe") {
+      if (handlers_.on_push) handlers_.on_push(std::move(r));
+      return;
+    }
+  }
+  std::unique_lock lk(mu_);
+  if (awaiting_.empty()) {
+    // A reply nobody asked for: the stream is out of step. Treat as a protocol error.
+    lk.unlock();
+    asio::post(strand_, [self = shared_from_this(), gen = generation_] {
+      self->drop(gen, make_error_code(errc::protocol_error), "unexpected reply from server");
+    });
+    return;
+  }
+  entry& e = awaiting_.front();
+  if (--e.remaining > 0) return;  // an intermediate reply of a pipelined group
+  entry done = std::move(e);
+  awaiting_.pop_front();
+  lk.unlock();
+  if (done.abandoned || !done.req.done) return;
+  exec_result res;
+  res.written = true;
+  if (r.is_error()) {
+    res.ec = make_error_code(classify_server_error(r.str(), done.req.from_script));
+    res.detail = std::string(r.str());
+  }
+  res.value = std::move(r);
+  out.emplace_back(std::move(done.req.done), std::move(res));
+}
+
+// ---- failures, deadlines, health ----
+
+void connection::drop(std::uint64_t gen, std::error_code ec, std::string detail) {
+  completions done;
+  bool was_ready = false;
+  {
+    std::lock_guard lk(mu_);
+    if (gen != generation_ || state_ == state::closed) return;
+    was_ready = state_ == state::ready;
+    ++generation_;
+    transport_.close();
+    connect_timer_.cancel();
+    ping_timer_.cancel();
+    for (auto& e : awaiting_) {
+      if (!e.abandoned && e.req.done) {
+        done.emplace_back(std::move(e.req.done), failure(ec, true, detail));
+      }
+    }
+    awaiting_.clear();
+    for (auto& e : pending_) {
+      if (e.req.done) {
+        done.emplace_back(std::move(e.req.done),
+                          failure(make_error_code(errc::not_connected), false, detail));
+      }
+    }
+    pending_.clear();
+    writing_ = false;
+    last_error_ = make_error_code(errc::not_connected);
+    last_error_detail_ = detail;
+    sticky_error_ = false;
+    if (was_ready) failures_ = 0;
+    schedule_reconnect_locked();
+  }
+  run(done);
+  if (was_ready && handlers_.on_down) handlers_.on_down(ec);
+}
+
+void connection::arm_deadline_locked(clock::time_point tp) {
+  armed_deadline_ = tp;
+  if (tp == clock::time_point::max()) return;
+  asio::post(strand_, [self = shared_from_this(), tp] {
+    std::lock_guard lk(self->mu_);
+    if (self->armed_deadline_ != tp) return;  // superseded
+    self->deadline_timer_.expires_at(tp);
+    self->deadline_timer_.async_wait([self](std::error_code ec) { self->on_deadline(ec); });
+  });
+}
+
+void connection::on_deadline(std::error_code ec) {
+  if (ec) return;  // re-armed or closed
+  completions done;
+  bool hung = false;
+  std::uint64_t gen = 0;
+  {
+    std::lock_guard lk(mu_);
+    const auto now = clock::now();
+    auto next = clock::time_point::max();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->req.deadline <= now) {
+        if (it->req.done) {
+          done.emplace_back(std::move(it->req.done),
+                            failure(make_error_code(errc::timeout), false,
+                                    "request timed out before it could be sent"));
+        }
+        it = pending_.erase(it);
+      } else {
+        next = std::min(next, it->req.deadline);
+        ++it;
+      }
+    }
+    for (auto& e : awaiting_) {
+      if (e.abandoned) continue;
+      if (e.req.deadline <= now) {
+        e.abandoned = true;
+        if (e.req.done) {
+          done.emplace_back(std::move(e.req.done),
+                            failure(make_error_code(errc::timeout), true,
+                                    "no reply from " + opts_.address.to_string() +
+                                        " before the deadline"));
+        }
+        // Nothing read for as long as this request waited: the server or the path is hung.
+        if (state_ == state::ready && last_read_ <= now - opts_.ping_timeout) hung = true;
+      } else {
+        next = std::min(next, e.req.deadline);
+      }
+    }
+    gen = generation_;
+    armed_deadline_ = clock::time_point::max();
+    if (next != clock::time_point::max()) arm_deadline_locked(next);
+  }
+  run(done);
+  if (hung) drop(gen, make_error_code(errc::connection_lost), "connection hung (no reply)");
+}
+
+void connection::on_ping_timer(std::error_code ec) {
+  if (ec) return;
+  bool idle = false;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != state::ready) return;
+    idle = awaiting_.empty() && pending_.empty() && !writing_;
+  }
+  if (idle && !opts_.pubsub) {
+    request r;
+    const std::string_view ping[] = {"PING"};
+    r.payload = encode_command(ping);
+    r.deadline = clock::now() + opts_.ping_timeout;
+    r.done = [](exec_result) {};  // a timeout marks the connection hung in on_deadline
+    submit(std::move(r));
+  }
+  ping_timer_.expires_after(opts_.ping_interval);
+  ping_timer_.async_wait(
+      [self = shared_from_this()](std::error_code e) { self->on_ping_timer(e); });
+}
+
+void connection::close() {
+  completions done;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ == state::closed) return;
+    state_ = state::closed;
+    ++generation_;
+    for (auto& e : awaiting_) {
+      if (!e.abandoned && e.req.done) {
+        done.emplace_back(std::move(e.req.done), failure(make_error_code(errc::shutdown), true));
+      }
+    }
+    awaiting_.clear();
+    for (auto& e : pending_) {
+      if (e.req.done) {
+        done.emplace_back(std::move(e.req.done), failure(make_error_code(errc::shutdown), false));
+      }
+    }
+    pending_.clear();
+  }
+  asio::post(strand_, [self = shared_from_this()] {
+    self->transport_.close();
+    self->connect_timer_.cancel();
+    self->reconnect_timer_.cancel();
+    self->deadline_timer_.cancel();
+    self->ping_timer_.cancel();
+  });
+  run(done);
+}
+
+}  // namespace rlock::detail

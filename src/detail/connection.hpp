@@ -1,0 +1,156 @@
+// A multiplexed, pipelined connection to one Redis server.
+//
+// Any thread may submit requests. Requests queued while a write is in flight go out together in
+// the next write; replies are matched to requests in order. When the connection is idle and the
+// stream is a plain socket, the submitting thread writes the command itself (one thread hand-off
+// per round trip instead of two).
+//
+// Guarantees:
+//   - every submitted request completes exactly once: with its reply, or with an error;
+//   - a request never completes after its deadline plus the timer's scheduling delay;
+//   - a request that timed out after being written has its later reply discarded, so replies
+//     never shift to the wrong request;
+//   - when the stream breaks, written requests fail with connection_lost (outcome unknown) and
+//     unwritten ones with not_connected (certainly not run); the connection then reconnects
+//     with exponential back-off until close() is called;
+//   - while (re)connecting, new requests wait in the queue up to their deadline.
+//
+// The connection sends its setup commands (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD) first on
+// every (re)connect and reports `ready` only when all of them succeeded, all within the connect
+// timeout. AUTH and TLS failures are sticky: requests fail fast with that error until a later
+// reconnect succeeds.
+#pragma once
+
+#include <array>
+#include <asio.hpp>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "detail/exec_result.hpp"
+#include "detail/resp.hpp"
+#include "detail/transport.hpp"
+#include "rlock/config.hpp"
+
+namespace rlock::detail {
+
+using clock = std::chrono::steady_clock;
+using exec_callback = std::function<void(exec_result)>;
+
+/// One command (or several pipelined ones) on its way to the server.
+struct request {
+  std::string payload;  ///< RESP bytes
+  clock::time_point deadline = clock::time_point::max();
+  exec_callback done;    ///< empty for fire-and-forget commands
+  int replies = 1;       ///< replies to expect; only the last one is reported (0: none)
+  bool from_script = false;  ///< classify generic errors as script errors
+};
+
+struct connection_options {
+  server_address address;
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+  std::string client_name;
+  tls_options tls;
+  std::shared_ptr<asio::ssl::context> tls_context;
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds reconnect_delay_min{50};
+  std::chrono::milliseconds reconnect_delay_max{2000};
+  std::chrono::milliseconds ping_interval{30000};
+  std::chrono::milliseconds ping_timeout{3000};
+  /// Script texts loaded with SCRIPT LOAD during setup.
+  std::vector<std::string> scripts;
+  /// Pub/sub mode: push messages go to on_push instead of completing requests.
+  bool pubsub = false;
+};
+
+class connection : public std::enable_shared_from_this<connection> {
+ public:
+  enum class state { idle, connecting, ready, backoff, closed };
+
+  struct handlers {
+    /// After every successful (re)connect and setup, on the connection's strand.
+    std::function<void()> on_ready;
+    /// Pub/sub pushes ("message", "subscribe", ...) in pub/sub mode.
+    std::function<void(reply)> on_push;
+    /// When an established connection drops, with the reason.
+    std::function<void(std::error_code)> on_down;
+  };
+
+  connection(asio::io_context& io, connection_options opts, handlers h);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  /// Starts connecting (idempotent).
+  void start();
+  /// Submits a request; thread-safe. The callback runs on an I/O thread.
+  void submit(request r);
+  /// Closes for good: pending requests fail with errc::shutdown. Thread-safe, idempotent.
+  void close();
+
+  state current_state() const;
+  /// The error of the last failed connect, if the connection is not ready.
+  std::error_code last_error() const;
+  const server_address& address() const { return opts_.address; }
+
+ private:
+  struct entry {
+    request req;
+    bool abandoned = false;  // completed by its deadline; its reply will be discarded
+    int remaining = 1;       // replies still to read
+  };
+  using completion = std::pair<exec_callback, exec_result>;
+  using completions = std::vector<completion>;
+
+  void do_connect();
+  void on_transport_connected(std::uint64_t gen, std::error_code ec, std::string detail);
+  void send_setup(std::uint64_t gen);
+  void setup_failed(std::uint64_t gen, std::error_code ec, std::string detail);
+  void become_ready(std::uint64_t gen);
+  void start_write_locked(std::unique_lock<std::mutex>& lk);
+  void on_written(std::uint64_t gen, std::error_code ec);
+  void start_read(std::uint64_t gen);
+  void on_read(std::uint64_t gen, std::error_code ec, std::size_t n);
+  void handle_reply(reply r, completions& out);
+  void drop(std::uint64_t gen, std::error_code ec, std::string detail);
+  void schedule_reconnect_locked();
+  void arm_deadline_locked(clock::time_point tp);
+  void on_deadline(std::error_code ec);
+  void on_ping_timer(std::error_code ec);
+  bool try_direct_send_locked();
+  static void run(completions& c);
+
+  connection_options opts_;
+  handlers handlers_;
+  transport::executor strand_;
+  transport transport_;
+  asio::steady_timer connect_timer_;
+  asio::steady_timer reconnect_timer_;
+  asio::steady_timer deadline_timer_;
+  asio::steady_timer ping_timer_;
+  resp_reader reader_;
+  std::unique_ptr<std::array<char, 65536>> read_buf_;
+
+  mutable std::mutex mu_;
+  state state_ = state::idle;
+  std::uint64_t generation_ = 0;
+  std::deque<entry> pending_;   // not yet written
+  std::deque<entry> awaiting_;  // written, reply expected (in order)
+  std::string write_buf_;       // bytes of the write in flight
+  bool writing_ = false;
+  clock::time_point armed_deadline_ = clock::time_point::max();
+  std::error_code last_error_;
+  std::string last_error_detail_;
+  bool sticky_error_ = false;  // auth/TLS failures: fail fast until reconnected
+  int failures_ = 0;
+  clock::time_point last_read_ = clock::now();
+  std::minstd_rand rng_{std::random_device{}()};
+};
+
+}  // namespace rlock::detail

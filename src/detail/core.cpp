@@ -1,0 +1,284 @@
+#include "detail/core.hpp"
+
+#include <cstdio>
+#include <random>
+
+#include "detail/backoff.hpp"
+#include "detail/resp.hpp"
+#include "detail/retry_fsm.hpp"
+
+namespace rlock::detail {
+
+std::string make_uuid() {
+  std::random_device rd;
+  std::uniform_int_distribution<int> byte(0, 255);
+  unsigned char b[16];
+  for (auto& x : b) x = static_cast<unsigned char>(byte(rd));
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  char out[37];
+  std::snprintf(out, sizeof out,
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return out;
+}
+
+// ---- node ----
+
+node::node(asio::io_context& io, const connection_options& opts, int pool_size,
+           int sub_pool_size) {
+  for (int i = 0; i < std::max(1, pool_size); ++i) {
+    conns_.push_back(std::make_shared<connection>(io, opts, connection::handlers{}));
+  }
+  for (int i = 0; i < std::max(1, sub_pool_size); ++i) {
+    subs_.push_back(std::make_shared<subscriber>(io, opts));
+  }
+}
+
+void node::start() {
+  for (auto& c : conns_) c->start();
+  for (auto& s : subs_) s->start();
+}
+
+void node::close() {
+  for (auto& s : subs_) s->close();
+  for (auto& c : conns_) c->close();
+}
+
+connection& node::pick() {
+  if (conns_.size() == 1) return *conns_.front();
+  return *conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()];
+}
+
+subscriber& node::subscriber_for(std::string_view channel) {
+  if (subs_.size() == 1) return *subs_.front();
+  return *subs_[std::hash<std::string_view>{}(channel) % subs_.size()];
+}
+
+// ---- core ----
+
+struct core::attempt {
+  std::string payload;
+  std::string eval_payload;  // EVAL form, for NOSCRIPT recovery (scripts only)
+  bool from_script = false;
+  bool noscript_retried = false;
+  std::chrono::milliseconds timeout{0};
+  std::string route_key;
+  retry_fsm fsm;
+  exec_callback done;
+  std::unique_ptr<asio::steady_timer> timer;
+
+  attempt(int attempts, bool idempotent, clock::time_point deadline)
+      : fsm(attempts, idempotent, deadline) {}
+};
+
+namespace {
+
+void validate(const config& c) {
+  auto bad = [](const std::string& what) {
+    throw error(make_error_code(errc::invalid_argument), "invalid config: " + what);
+  };
+  if (c.timeout.count() <= 0) bad("timeout must be positive");
+  if (c.connect_timeout.count() <= 0) bad("connect_timeout must be positive");
+  if (c.subscription_timeout.count() <= 0) bad("subscription_timeout must be positive");
+  if (c.retry_attempts < 1) bad("retry_attempts must be at least 1");
+  if (c.retry_delay_base.count() < 0 || c.retry_delay_max < c.retry_delay_base) {
+    bad("retry delays must satisfy 0 <= retry_delay_base <= retry_delay_max");
+  }
+  if (c.io_threads < 1 || c.io_threads > 256) bad("io_threads must be from 1 to 256");
+  if (c.connection_pool_size < 1 || c.connection_pool_size > 1024) {
+    bad("connection_pool_size must be from 1 to 1024");
+  }
+  if (c.subscription_connection_pool_size < 1 || c.subscription_connection_pool_size > 1024) {
+    bad("subscription_connection_pool_size must be from 1 to 1024");
+  }
+  if (c.lock_watchdog_timeout.count() < 3) bad("lock_watchdog_timeout must be at least 3 ms");
+  if (c.lock_watchdog_batch_size < 1) bad("lock_watchdog_batch_size must be at least 1");
+  if (c.database < 0) bad("database must not be negative");
+}
+
+}  // namespace
+
+core::core(config cfg, std::vector<const script*> scripts)
+    : cfg_(std::move(cfg)), address_(parse_url(cfg_.address)), id_(make_uuid()),
+      work_(asio::make_work_guard(io_)) {
+  validate(cfg_);
+  connection_options opts;
+  opts.address = address_;
+  if (opts.address.database == 0) opts.address.database = cfg_.database;
+  opts.username = address_.username ? address_.username : cfg_.username;
+  opts.password = address_.password ? address_.password : cfg_.password;
+  opts.client_name = cfg_.client_name;
+  opts.tls = cfg_.tls;
+  if (address_.kind == server_address::scheme::rediss) opts.tls_context = make_tls_context(cfg_.tls);
+  opts.connect_timeout = cfg_.connect_timeout;
+  opts.reconnect_delay_min = cfg_.reconnect_delay_min;
+  opts.reconnect_delay_max = cfg_.reconnect_delay_max;
+  opts.ping_interval = cfg_.ping_connection_interval;
+  opts.ping_timeout = cfg_.timeout;
+  for (const script* s : scripts) opts.scripts.emplace_back(s->text());
+  node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
+                                 cfg_.subscription_connection_pool_size);
+  node_->start();
+  for (int i = 0; i < cfg_.io_threads; ++i) {
+    threads_.emplace_back([this] { io_.run(); });
+  }
+}
+
+core::~core() { shutdown(); }
+
+std::string core::map_name(std::string_view name) const {
+  return cfg_.name_mapper ? cfg_.name_mapper(name) : std::string(name);
+}
+
+bool core::on_io_thread() const {
+  const auto me = std::this_thread::get_id();
+  for (const auto& t : threads_) {
+    if (t.get_id() == me) return true;
+  }
+  return false;
+}
+
+node& core::node_for(std::string_view /*key*/) { return *node_; }
+
+void core::shutdown() {
+  if (closed_.exchange(true)) return;
+  node_->close();
+  std::set<std::shared_ptr<attempt>> sleeping;
+  {
+    std::lock_guard lk(mu_);
+    sleeping.swap(waiting_);
+  }
+  for (const auto& a : sleeping) {
+    if (a->timer) a->timer->cancel();
+  }
+  work_.reset();
+  if (on_io_thread()) {
+    // Invalid use (documented): shutting down from a completion handler. Do not join ourselves;
+    // stop the loop and let the threads end on their own.
+    io_.stop();
+    for (auto& t : threads_) t.detach();
+    threads_.clear();
+    return;
+  }
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+void core::exec(std::span<const std::string_view> args, const exec_options& opts,
+                exec_callback cb) {
+  auto a = std::make_shared<attempt>(cfg_.retry_attempts, opts.idempotent, opts.deadline);
+  encode_command(args, a->payload);
+  a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
+  a->route_key = std::string(opts.route_key);
+  a->done = std::move(cb);
+  send(a);
+}
+
+void core::eval(const script& s, std::span<const std::string_view> keys,
+                std::span<const std::string_view> args, const exec_options& opts,
+                exec_callback cb) {
+  auto a = std::make_shared<attempt>(cfg_.retry_attempts, opts.idempotent, opts.deadline);
+  const std::string numkeys = std::to_string(keys.size());
+  std::vector<std::string_view> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.push_back("EVALSHA");
+  argv.push_back(s.sha1());
+  argv.push_back(numkeys);
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  encode_command(argv, a->payload);
+  argv[0] = "EVAL";
+  argv[1] = s.text();
+  encode_command(argv, a->eval_payload);
+  a->from_script = true;
+  a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
+  a->route_key = keys.empty() ? std::string{} : std::string(keys.front());
+  a->done = std::move(cb);
+  send(a);
+}
+
+void core::send(const std::shared_ptr<attempt>& a) {
+  if (closed_.load(std::memory_order_acquire)) {
+    exec_result r;
+    r.ec = make_error_code(errc::shutdown);
+    auto cb = std::move(a->done);
+    asio::post(io_, [cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
+    return;
+  }
+  request r;
+  r.payload = a->payload;
+  r.from_script = a->from_script;
+  r.deadline = std::min(clock::now() + a->timeout, a->fsm.deadline());
+  r.done = [self = shared_from_this(), a](exec_result res) { self->on_result(a, std::move(res)); };
+  node_for(a->route_key).pick().submit(std::move(r));
+}
+
+void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
+  if (res.ec && a->from_script && !a->noscript_retried && res.detail.starts_with("NOSCRIPT")) {
+    // The server lost the script (SCRIPT FLUSH, restart, failover): nothing ran. Send the text.
+    a->noscript_retried = true;
+    a->payload = std::move(a->eval_payload);
+    send(a);
+    return;
+  }
+  retry_fsm::action act;
+  if (res.ec && !closed_.load(std::memory_order_acquire)) {
+    const equal_jitter policy(cfg_.retry_delay_base, cfg_.retry_delay_max);
+    std::chrono::milliseconds delay{};
+    {
+      std::lock_guard lk(mu_);
+      delay = policy.delay(a->fsm.attempts() + 1, rng_);
+    }
+    act = a->fsm.on_result(res.ec, res.written, clock::now(), delay);
+  }
+  if (act.what != retry_fsm::action::kind::retry_after) {
+    auto cb = std::move(a->done);
+    if (cb) cb(std::move(res));
+    return;
+  }
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) {
+      auto cb = std::move(a->done);
+      res.ec = make_error_code(errc::shutdown);
+      if (cb) cb(std::move(res));
+      return;
+    }
+    waiting_.insert(a);
+  }
+  a->timer = std::make_unique<asio::steady_timer>(io_, act.delay);
+  a->timer->async_wait([self = shared_from_this(), a](std::error_code ec) {
+    {
+      std::lock_guard lk(self->mu_);
+      self->waiting_.erase(a);
+    }
+    if (ec || self->closed_) {
+      exec_result r;
+      r.ec = make_error_code(errc::shutdown);
+      auto cb = std::move(a->done);
+      if (cb) cb(std::move(r));
+      return;
+    }
+    self->send(a);
+  });
+}
+
+void core::subscribe(channel_kind kind, std::string channel, std::string_view route_key,
+                     pubsub_listener listener, clock::time_point deadline,
+                     std::function<void(std::error_code, subscription)> done) {
+  auto& sub = node_for(route_key).subscriber_for(channel);
+  std::weak_ptr<subscriber> weak = sub.weak_from_this();
+  sub.async_subscribe(kind, std::move(channel), std::move(listener), deadline,
+                      [weak, done = std::move(done)](std::error_code ec,
+                                                     channel_table::listener_id id) {
+                        if (ec) {
+                          done(ec, subscription{});
+                        } else {
+                          done({}, subscription(weak, id));
+                        }
+                      });
+}
+
+}  // namespace rlock::detail

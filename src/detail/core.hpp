@@ -1,0 +1,111 @@
+// The client's engine: I/O threads, nodes (command connections and subscribers), routing of
+// requests by key, retries with Redisson's policy, and EVALSHA with NOSCRIPT recovery.
+//
+// Topology: this release routes every key to the single configured server. The routing call
+// (node_for) takes the key so that master/replica, Sentinel and Cluster can slot in behind it.
+#pragma once
+
+#include <asio.hpp>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "detail/connection.hpp"
+#include "detail/subscriber.hpp"
+#include "rlock/config.hpp"
+#include "rlock/script.hpp"
+
+namespace rlock::detail {
+
+struct exec_options {
+  /// Bounds every attempt and every delay between attempts.
+  clock::time_point deadline = clock::time_point::max();
+  /// The command may be sent again when its outcome is unknown.
+  bool idempotent = false;
+  /// The key that decides the node (empty: any node).
+  std::string_view route_key;
+  /// Per-attempt timeout; 0 means the configured `timeout`.
+  std::chrono::milliseconds timeout{0};
+};
+
+/// Connections to one server.
+class node {
+ public:
+  node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size);
+  void start();
+  void close();
+  /// A command connection (round-robin over the pool).
+  connection& pick();
+  /// The subscriber that carries `channel` (stable for a given channel).
+  subscriber& subscriber_for(std::string_view channel);
+
+ private:
+  std::vector<std::shared_ptr<connection>> conns_;
+  std::vector<std::shared_ptr<subscriber>> subs_;
+  std::atomic<std::size_t> next_{0};
+};
+
+class core : public std::enable_shared_from_this<core> {
+ public:
+  /// Validates the configuration (throws rlock::error on a bad URL or value), starts the I/O
+  /// threads and begins connecting. `scripts` are loaded on every connection at connect time.
+  core(config cfg, std::vector<const script*> scripts);
+  ~core();
+  core(const core&) = delete;
+  core& operator=(const core&) = delete;
+
+  /// Sends one command. The callback runs on an I/O thread.
+  void exec(std::span<const std::string_view> args, const exec_options& opts, exec_callback cb);
+  /// Runs a script by EVALSHA; on NOSCRIPT sends it once more by EVAL.
+  void eval(const script& s, std::span<const std::string_view> keys,
+            std::span<const std::string_view> args, const exec_options& opts, exec_callback cb);
+
+  /// Subscribes a listener to a channel of the node that owns `route_key`.
+  void subscribe(channel_kind kind, std::string channel, std::string_view route_key,
+                 pubsub_listener listener, clock::time_point deadline,
+                 std::function<void(std::error_code, subscription)> done);
+
+  /// Fails all pending work with errc::shutdown and stops the I/O threads. Idempotent.
+  /// Must not be called from an I/O thread (it joins them).
+  void shutdown();
+
+  const config& cfg() const { return cfg_; }
+  /// Client id: a random UUID, 36 characters (Redisson's RedissonClient id).
+  const std::string& id() const { return id_; }
+  asio::io_context& io() { return io_; }
+  /// The mapped name (config::name_mapper), from which every key of an object derives.
+  std::string map_name(std::string_view name) const;
+  /// True when called from one of this client's I/O threads.
+  bool on_io_thread() const;
+
+  /// The node that owns `key`.
+  node& node_for(std::string_view key);
+
+ private:
+  struct attempt;
+  void send(const std::shared_ptr<attempt>& a);
+  void on_result(const std::shared_ptr<attempt>& a, exec_result res);
+
+  config cfg_;
+  server_address address_;
+  std::string id_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::unique_ptr<node> node_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::set<std::shared_ptr<attempt>> waiting_;  // attempts sleeping before a retry
+  std::atomic<bool> closed_{false};
+  std::minstd_rand rng_{std::random_device{}()};
+};
+
+/// A random RFC 4122 version-4 UUID in lowercase hex with dashes.
+std::string make_uuid();
+
+}  // namespace rlock::detail

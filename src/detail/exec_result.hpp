@@ -1,0 +1,53 @@
+// The outcome of one request, and how server error replies map onto rlock::errc.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "rlock/error.hpp"
+#include "rlock/reply.hpp"
+
+namespace rlock::detail {
+
+/// What a request came back with. `written` tells whether any byte of the command may have
+/// reached the server: when it is false the command certainly did not run.
+struct exec_result {
+  std::error_code ec;
+  bool written = false;
+  reply value;
+  std::string detail;  ///< server error text or transport error text
+};
+
+/// Maps an error reply's text (e.g. "WRONGTYPE Operation against ...") to an rlock code.
+/// `from_script` marks replies of EVAL/EVALSHA, whose generic errors are script errors.
+inline errc classify_server_error(std::string_view text, bool from_script) {
+  auto starts = [&](std::string_view p) { return text.starts_with(p); };
+  if (starts("WRONGTYPE")) return errc::wrong_type;
+  if (starts("OOM")) return errc::out_of_memory;
+  if (starts("NOAUTH")) return errc::auth_required;
+  if (starts("WRONGPASS")) return errc::auth_failed;
+  if (starts("NOPERM")) return errc::no_permission;
+  if (starts("LOADING") || starts("BUSY") || starts("MASTERDOWN") || starts("TRYAGAIN")) {
+    return errc::server_busy;
+  }
+  if (text.find("WRONGTYPE") != std::string_view::npos) return errc::wrong_type;
+  if (text.find("OOM command not allowed") != std::string_view::npos) return errc::out_of_memory;
+  return from_script ? errc::script_error : errc::server_error;
+}
+
+/// True for failures that may go away by themselves (so a retry can help).
+inline bool is_transient(std::error_code ec) {
+  if (ec.category() != error_category()) return true;  // transport errors from the OS
+  switch (static_cast<errc>(ec.value())) {
+    case errc::timeout:
+    case errc::connection_lost:
+    case errc::not_connected:
+    case errc::connection_refused:
+    case errc::server_busy:
+    case errc::protocol_error: return true;
+    default: return false;
+  }
+}
+
+}  // namespace rlock::detail

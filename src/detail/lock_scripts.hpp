@@ -1,0 +1,18 @@
+// rlock's own Lua scripts (src/lua/*.lua, embedded at build time), loaded on every connection.
+#pragma once
+
+#include <vector>
+
+#include "rlock/script.hpp"
+
+namespace rlock::detail {
+
+const script& lock_acquire_script();
+const script& lock_unlock_script();
+const script& lock_renew_script();
+const script& lock_force_unlock_script();
+
+/// Every script above, for SCRIPT LOAD at connect time.
+std::vector<const script*> lock_scripts();
+
+}  // namespace rlock::detail

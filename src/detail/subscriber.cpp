@@ -1,0 +1,196 @@
+#include "detail/subscriber.hpp"
+
+namespace rlock::detail {
+namespace {
+
+std::string_view command_for(channel_kind k, bool subscribe) {
+  if (k == channel_kind::sharded) return subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE";
+  return subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE";
+}
+
+}  // namespace
+
+subscriber::subscriber(asio::io_context& io, connection_options opts)
+    : io_(io), opts_(std::move(opts)) {
+  opts_.pubsub = true;
+  opts_.scripts.clear();
+}
+
+void subscriber::start() {
+  std::weak_ptr<subscriber> weak = weak_from_this();
+  connection::handlers h;
+  h.on_push = [weak](reply r) {
+    if (auto s = weak.lock()) s->on_push(r);
+  };
+  h.on_ready = [weak] {
+    if (auto s = weak.lock()) s->on_ready();
+  };
+  {
+    std::lock_guard lk(mu_);
+    conn_ = std::make_shared<connection>(io_, opts_, std::move(h));
+  }
+  conn_->start();
+}
+
+void subscriber::close() {
+  std::map<channel_table::listener_id, pending> failed;
+  {
+    std::lock_guard lk(mu_);
+    closed_ = true;
+    failed.swap(pending_);
+    listeners_.clear();
+  }
+  for (auto& [id, p] : failed) {
+    if (p.timer) p.timer->cancel();
+    if (p.done) p.done(make_error_code(errc::shutdown), id);
+  }
+  if (conn_) conn_->close();
+}
+
+std::size_t subscriber::active_channels() const {
+  std::lock_guard lk(mu_);
+  return table_.active_channels();
+}
+
+void subscriber::async_subscribe(channel_kind kind, std::string channel, pubsub_listener listener,
+                                 clock::time_point deadline, subscribe_callback done) {
+  std::vector<std::function<void()>> later;
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) {
+      asio::post(io_, [done = std::move(done)] { done(make_error_code(errc::shutdown), 0); });
+      return;
+    }
+    channel_table::actions a;
+    const auto id = table_.add(kind, channel, a);
+    listeners_[id] = std::make_shared<pubsub_listener>(std::move(listener));
+    pending p;
+    p.done = std::move(done);
+    if (deadline != clock::time_point::max()) {
+      p.timer = std::make_unique<asio::steady_timer>(io_, deadline);
+      p.timer->async_wait([weak = weak_from_this(), id](std::error_code ec) {
+        if (ec) return;
+        auto self = weak.lock();
+        if (!self) return;
+        subscribe_callback cb;
+        std::vector<std::function<void()>> more;
+        {
+          std::lock_guard lk2(self->mu_);
+          auto it = self->pending_.find(id);
+          if (it == self->pending_.end()) return;
+          cb = std::move(it->second.done);
+          self->pending_.erase(it);
+          self->listeners_.erase(id);
+          channel_table::actions a2;
+          self->table_.remove(id, a2);
+          more = self->apply_locked(a2);
+        }
+        for (auto& f : more) f();
+        if (cb) cb(make_error_code(errc::subscription_timeout), id);
+      });
+    }
+    pending_[id] = std::move(p);
+    later = apply_locked(a);
+  }
+  for (auto& f : later) f();
+}
+
+void subscriber::unsubscribe(channel_table::listener_id id) {
+  std::vector<std::function<void()>> later;
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) return;
+    listeners_.erase(id);
+    pending_.erase(id);
+    channel_table::actions a;
+    table_.remove(id, a);
+    later = apply_locked(a);
+  }
+  for (auto& f : later) f();
+}
+
+std::vector<std::function<void()>> subscriber::apply_locked(channel_table::actions& a) {
+  // Commands are submitted under mu_ so that their order on the wire matches the table's.
+  for (auto& [kind, ch] : a.subscribe) {
+    request r;
+    const std::string_view args[] = {command_for(kind, true), ch};
+    r.payload = encode_command(args);
+    r.replies = 0;  // confirmed by a push, not a reply
+    conn_->submit(std::move(r));
+  }
+  for (auto& [kind, ch] : a.unsubscribe) {
+    request r;
+    const std::string_view args[] = {command_for(kind, false), ch};
+    r.payload = encode_command(args);
+    r.replies = 0;
+    conn_->submit(std::move(r));
+  }
+  std::vector<std::function<void()>> later;
+  for (auto id : a.confirmed) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    if (it->second.timer) it->second.timer->cancel();
+    later.push_back([cb = std::move(it->second.done), id] {
+      if (cb) cb({}, id);
+    });
+    pending_.erase(it);
+  }
+  for (auto id : a.resubscribed) {
+    auto it = listeners_.find(id);
+    if (it == listeners_.end()) continue;
+    later.push_back([l = it->second] {
+      pubsub_event ev;
+      ev.what = pubsub_event::kind::resubscribed;
+      (*l)(ev);
+    });
+  }
+  return later;
+}
+
+void subscriber::on_ready() {
+  std::vector<std::function<void()>> later;
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) return;
+    channel_table::actions a;
+    table_.on_reconnected(a);
+    later = apply_locked(a);
+  }
+  for (auto& f : later) f();
+}
+
+void subscriber::on_push(const reply& r) {
+  const std::string_view kind = r[0].str();
+  const std::string channel(r[1].str());
+  const bool sharded = kind == "smessage" || kind == "ssubscribe" || kind == "sunsubscribe";
+  const channel_kind ck = sharded ? channel_kind::sharded : channel_kind::classic;
+  if (kind == "message" || kind == "smessage") {
+    std::vector<std::shared_ptr<pubsub_listener>> targets;
+    {
+      std::lock_guard lk(mu_);
+      for (auto id : table_.listeners(ck, channel)) {
+        auto it = listeners_.find(id);
+        if (it != listeners_.end()) targets.push_back(it->second);
+      }
+    }
+    pubsub_event ev;
+    ev.channel = channel;
+    ev.payload = r[2].str();
+    for (auto& l : targets) (*l)(ev);
+    return;
+  }
+  std::vector<std::function<void()>> later;
+  {
+    std::lock_guard lk(mu_);
+    channel_table::actions a;
+    if (kind == "subscribe" || kind == "ssubscribe") {
+      table_.on_subscribed(ck, channel, a);
+    } else if (kind == "unsubscribe" || kind == "sunsubscribe") {
+      table_.on_unsubscribed(ck, channel, a);
+    }
+    later = apply_locked(a);
+  }
+  for (auto& f : later) f();
+}
+
+}  // namespace rlock::detail

@@ -1,0 +1,105 @@
+// Pub/sub on one dedicated connection: SUBSCRIBE/SSUBSCRIBE with channels reference-counted
+// across all local listeners, and local demultiplexing of messages.
+//
+// Guarantees:
+//   - async_subscribe completes when the server has confirmed the channel (so a message
+//     published after that completion reaches the listener), or with subscription_timeout at
+//     its deadline, or with shutdown;
+//   - after the connection is re-established, every channel that still has listeners is
+//     subscribed again and each of its listeners receives a `resubscribed` event, so it can
+//     re-check whatever it may have missed while disconnected;
+//   - the last listener of a channel leaving unsubscribes it.
+// Listeners run on an I/O thread and must not block.
+#pragma once
+
+#include <asio.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "detail/channel_table.hpp"
+#include "detail/connection.hpp"
+
+namespace rlock::detail {
+
+struct pubsub_event {
+  enum class kind { message, resubscribed };
+  kind what = kind::message;
+  std::string_view channel;
+  std::string_view payload;
+};
+using pubsub_listener = std::function<void(const pubsub_event&)>;
+using subscribe_callback = std::function<void(std::error_code, channel_table::listener_id)>;
+
+class subscriber : public std::enable_shared_from_this<subscriber> {
+ public:
+  subscriber(asio::io_context& io, connection_options opts);
+  void start();
+  /// Fails pending subscriptions with errc::shutdown and closes the connection.
+  void close();
+
+  void async_subscribe(channel_kind kind, std::string channel, pubsub_listener listener,
+                       clock::time_point deadline, subscribe_callback done);
+  /// Removes a listener; the last listener of a channel unsubscribes it. Thread-safe.
+  void unsubscribe(channel_table::listener_id id);
+
+  /// Channels confirmed by the server (for tests and stats).
+  std::size_t active_channels() const;
+
+ private:
+  struct pending {
+    subscribe_callback done;
+    std::unique_ptr<asio::steady_timer> timer;
+  };
+  void on_push(const reply& r);
+  void on_ready();
+  /// Carries out the table's actions; called with mu_ held, returns callbacks to run unlocked.
+  std::vector<std::function<void()>> apply_locked(channel_table::actions& a);
+
+  asio::io_context& io_;
+  connection_options opts_;
+  std::shared_ptr<connection> conn_;
+  mutable std::mutex mu_;
+  channel_table table_;
+  std::map<channel_table::listener_id, std::shared_ptr<pubsub_listener>> listeners_;
+  std::map<channel_table::listener_id, pending> pending_;
+  bool closed_ = false;
+};
+
+/// An active subscription; unsubscribes when destroyed. Move-only.
+class subscription {
+ public:
+  subscription() = default;
+  subscription(std::weak_ptr<subscriber> s, channel_table::listener_id id)
+      : s_(std::move(s)), id_(id) {}
+  subscription(subscription&& o) noexcept : s_(std::move(o.s_)), id_(std::exchange(o.id_, 0)) {}
+  subscription& operator=(subscription&& o) noexcept {
+    if (this != &o) {
+      reset();
+      s_ = std::move(o.s_);
+      id_ = std::exchange(o.id_, 0);
+    }
+    return *this;
+  }
+  subscription(const subscription&) = delete;
+  subscription& operator=(const subscription&) = delete;
+  ~subscription() { reset(); }
+
+  void reset() {
+    if (id_ != 0) {
+      if (auto s = s_.lock()) s->unsubscribe(id_);
+    }
+    id_ = 0;
+    s_.reset();
+  }
+  explicit operator bool() const { return id_ != 0; }
+
+ private:
+  std::weak_ptr<subscriber> s_;
+  channel_table::listener_id id_ = 0;
+};
+
+}  // namespace rlock::detail

@@ -1,0 +1,132 @@
+#include "detail/transport.hpp"
+
+#include <openssl/ssl.h>
+
+#include "rlock/error.hpp"
+
+namespace rlock::detail {
+
+std::shared_ptr<asio::ssl::context> make_tls_context(const tls_options& opts) {
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  std::error_code ec;
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                   asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                   asio::ssl::context::no_tlsv1_1);
+  if (!opts.ca_file.empty()) {
+    ctx->load_verify_file(opts.ca_file, ec);
+    throw_if(ec ? make_error_code(errc::tls_error) : std::error_code{},
+             "cannot load TLS CA file '" + opts.ca_file + "': " + ec.message());
+  } else {
+    ctx->set_default_verify_paths(ec);
+  }
+  if (!opts.cert_file.empty()) {
+    ctx->use_certificate_chain_file(opts.cert_file, ec);
+    throw_if(ec ? make_error_code(errc::tls_error) : std::error_code{},
+             "cannot load TLS certificate '" + opts.cert_file + "': " + ec.message());
+    ctx->use_private_key_file(opts.key_file.empty() ? opts.cert_file : opts.key_file,
+                              asio::ssl::context::pem, ec);
+    throw_if(ec ? make_error_code(errc::tls_error) : std::error_code{},
+             "cannot load TLS key '" + opts.key_file + "': " + ec.message());
+  }
+  ctx->set_verify_mode(opts.verify_peer ? asio::ssl::verify_peer : asio::ssl::verify_none);
+  return ctx;
+}
+
+namespace {
+
+std::string describe(const std::error_code& ec, const server_address& addr) {
+  return addr.to_string() + ": " + ec.message();
+}
+
+}  // namespace
+
+void transport::async_connect(const server_address& addr,
+                              std::shared_ptr<asio::ssl::context> tls, const tls_options& opts,
+                              connect_handler done) {
+  close();
+  if (addr.kind == server_address::scheme::unix_socket) {
+    auto& s = stream_.emplace<unix_socket>(ex_);
+    s.async_connect(asio::local::stream_protocol::endpoint(addr.path),
+                    [done = std::move(done), addr](std::error_code ec) {
+                      if (ec) {
+                        done(make_error_code(errc::connection_refused), describe(ec, addr));
+                      } else {
+                        done({}, {});
+                      }
+                    });
+    return;
+  }
+  const bool use_tls = addr.kind == server_address::scheme::rediss;
+  const std::string sni = opts.server_name.empty() ? addr.host : opts.server_name;
+  const bool verify = opts.verify_peer;
+  resolver_.async_resolve(
+      addr.host, std::to_string(addr.port),
+      [this, addr, use_tls, sni, verify, tls = std::move(tls), done = std::move(done)](
+          std::error_code ec, tcp::resolver::results_type results) mutable {
+        if (ec) {
+          done(make_error_code(errc::connection_refused), "cannot resolve " + describe(ec, addr));
+          return;
+        }
+        auto on_connected = [this, addr, use_tls, sni, verify, tls, done = std::move(done)](
+                                std::error_code cec, const tcp::endpoint&) mutable {
+          if (cec) {
+            done(make_error_code(errc::connection_refused), describe(cec, addr));
+            return;
+          }
+          if (!use_tls) {
+            std::error_code ignored;
+            std::get<tcp::socket>(stream_).set_option(tcp::no_delay(true), ignored);
+            done({}, {});
+            return;
+          }
+          // Move the connected socket into a TLS stream and shake hands.
+          tcp::socket raw = std::move(std::get<tcp::socket>(stream_));
+          std::error_code ignored;
+          raw.set_option(tcp::no_delay(true), ignored);
+          auto s = std::make_shared<tls_stream>(std::move(raw), *tls);
+          // SSL_set_tlsext_host_name is a macro with a C cast; this is its expansion.
+          SSL_ctrl(s->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                   const_cast<char*>(sni.c_str()));  // NOLINT
+          if (verify) s->set_verify_callback(asio::ssl::host_name_verification(sni));
+          stream_ = s;
+          s->async_handshake(asio::ssl::stream_base::client,
+                              [done = std::move(done), addr, tls, s](std::error_code hec) {
+                                if (hec) {
+                                  done(make_error_code(errc::tls_error),
+                                       "TLS handshake with " + describe(hec, addr));
+                                } else {
+                                  done({}, {});
+                                }
+                              });
+        };
+        auto& sock = stream_.emplace<tcp::socket>(ex_);
+        asio::async_connect(sock, results, std::move(on_connected));
+      });
+}
+
+int transport::direct_fd() {
+  if (auto* s = std::get_if<tcp::socket>(&stream_)) {
+    return s->is_open() ? s->native_handle() : -1;
+  }
+  if (auto* s = std::get_if<unix_socket>(&stream_)) {
+    return s->is_open() ? s->native_handle() : -1;
+  }
+  return -1;
+}
+
+void transport::close() {
+  resolver_.cancel();
+  std::error_code ignored;
+  std::visit(
+      [&](auto& s) {
+        using type = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<type, std::shared_ptr<tls_stream>>) {
+          if (s) s->lowest_layer().close(ignored);
+        } else if constexpr (!std::is_same_v<type, std::monostate>) {
+          s.close(ignored);
+        }
+      },
+      stream_);
+}
+
+}  // namespace rlock::detail

@@ -1,0 +1,95 @@
+// One byte stream to a Redis server: TCP, TLS over TCP, or a unix socket, behind one interface.
+// Not thread-safe: the owning connection serialises every call on its strand.
+#pragma once
+
+#include <asio.hpp>
+#include <asio/ssl.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <variant>
+
+#include "rlock/config.hpp"
+
+namespace rlock::detail {
+
+/// Builds the TLS context for rediss:// addresses from the user's options.
+/// Throws rlock::error(errc::tls_error) when a certificate or key file cannot be loaded.
+std::shared_ptr<asio::ssl::context> make_tls_context(const tls_options& opts);
+
+class transport {
+ public:
+  using executor = asio::strand<asio::io_context::executor_type>;
+  using tcp = asio::ip::tcp;
+  using tls_stream = asio::ssl::stream<tcp::socket>;
+  using unix_socket = asio::local::stream_protocol::socket;
+  /// Completion of async_connect: error, and a human-readable detail on failure.
+  using connect_handler = std::function<void(std::error_code, std::string)>;
+
+  explicit transport(executor ex) : ex_(std::move(ex)), resolver_(ex_) {}
+
+  /// Resolves, connects and (for rediss://) performs the TLS handshake. Errors are mapped to
+  /// errc::connection_refused (unreachable, refused, DNS) and errc::tls_error (handshake).
+  void async_connect(const server_address& addr, std::shared_ptr<asio::ssl::context> tls,
+                     const tls_options& opts, connect_handler done);
+
+  template <class Buffers, class Handler>
+  void async_write(const Buffers& b, Handler&& h) {
+    std::visit(
+        [&](auto& s) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(s)>, std::monostate>) {
+            asio::post(ex_, [h = std::forward<Handler>(h)]() mutable {
+              h(asio::error::not_connected, 0);
+            });
+          } else if constexpr (std::is_same_v<std::decay_t<decltype(s)>,
+                                              std::shared_ptr<tls_stream>>) {
+            // The handler keeps the TLS stream alive: its state must outlive the operation.
+            asio::async_write(*s, b, [keep = s, h = std::forward<Handler>(h)](
+                                         std::error_code ec, std::size_t n) mutable { h(ec, n); });
+          } else {
+            asio::async_write(s, b, std::forward<Handler>(h));
+          }
+        },
+        stream_);
+  }
+
+  template <class Buffer, class Handler>
+  void async_read_some(const Buffer& b, Handler&& h) {
+    std::visit(
+        [&](auto& s) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(s)>, std::monostate>) {
+            asio::post(ex_, [h = std::forward<Handler>(h)]() mutable {
+              h(asio::error::not_connected, 0);
+            });
+          } else if constexpr (std::is_same_v<std::decay_t<decltype(s)>,
+                                              std::shared_ptr<tls_stream>>) {
+            s->async_read_some(b, [keep = s, h = std::forward<Handler>(h)](
+                                      std::error_code ec, std::size_t n) mutable { h(ec, n); });
+          } else {
+            s.async_read_some(b, std::forward<Handler>(h));
+          }
+        },
+        stream_);
+  }
+
+  /// The socket's descriptor when writes may bypass Asio (plain TCP and unix sockets only;
+  /// -1 for TLS or when closed). The caller must serialise such writes with async_write.
+  int direct_fd();
+
+  /// Closes the stream and cancels pending operations; safe to call repeatedly.
+  void close();
+
+ private:
+  template <class S>
+  static S& deref(S& s) {
+    return s;
+  }
+  static tls_stream& deref(std::shared_ptr<tls_stream>& s) { return *s; }
+
+  executor ex_;
+  tcp::resolver resolver_;
+  std::variant<std::monostate, tcp::socket, std::shared_ptr<tls_stream>, unix_socket> stream_;
+};
+
+}  // namespace rlock::detail

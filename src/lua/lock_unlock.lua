@@ -1,0 +1,29 @@
+-- lock_unlock: release one hold of a reentrant lock, idempotently (Redisson RLock, §1.3).
+-- KEYS[1]  the lock key
+-- KEYS[2]  the lock channel "redisson_lock__channel:{<name>}"
+-- KEYS[3]  the unlock latch "redisson_unlock_latch:{<name>}:<32 hex request id>"
+-- ARGV[1]  the unlock message, "0"
+-- ARGV[2]  lease in ms applied when holds remain
+-- ARGV[3]  owner field
+-- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[5]  latch TTL in ms
+-- Returns  1: fully released (key deleted, message published); 0: still held (count
+--          decremented, TTL reset); nil: the owner does not hold the lock. A repeated call with
+--          the same latch key returns the first call's result without doing anything.
+local done = redis.call('get', KEYS[3])
+if done ~= false then
+  return tonumber(done)
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return nil
+end
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if counter > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1
