@@ -1,0 +1,30 @@
+// Shared helpers for integration tests.
+#pragma once
+
+#include <chrono>
+
+#include "rlock/client.hpp"
+#include "support/redis_server.hpp"
+
+namespace rlock::test {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+/// A config pointing at `server`, with short retry delays so failure tests stay quick.
+inline config config_for(const redis_server& server) {
+  config c;
+  c.address = server.url();
+  c.retry_delay_base = 50ms;
+  c.retry_delay_max = 100ms;
+  c.reconnect_delay_min = 10ms;
+  c.reconnect_delay_max = 100ms;
+  return c;
+}
+
+/// Milliseconds elapsed since `t0`.
+inline long long ms_since(steady::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0).count();
+}
+
+}  // namespace rlock::test

@@ -1,0 +1,146 @@
+// Pub/sub: confirmed subscriptions, reference counting, resubscription after a reconnect.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+
+#include "common.hpp"
+#include "detail/core.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+/// Records what a listener receives; waits on it with a bound.
+class inbox {
+ public:
+  detail::pubsub_listener listener() {
+    return [this](const detail::pubsub_event& ev) {
+      std::lock_guard lk(mu_);
+      if (ev.what == detail::pubsub_event::kind::message) {
+        messages_.emplace_back(ev.payload);
+      } else {
+        ++resubscribed_;
+      }
+      cv_.notify_all();
+    };
+  }
+  std::optional<std::string> next(std::chrono::milliseconds limit = 3s) {
+    std::unique_lock lk(mu_);
+    if (!cv_.wait_for(lk, limit, [&] { return !messages_.empty(); })) return std::nullopt;
+    auto m = messages_.front();
+    messages_.pop_front();
+    return m;
+  }
+  bool wait_resubscribed(int n, std::chrono::milliseconds limit = 5s) {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, limit, [&] { return resubscribed_ >= n; });
+  }
+  bool empty() {
+    std::lock_guard lk(mu_);
+    return messages_.empty();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> messages_;
+  int resubscribed_ = 0;
+};
+
+detail::subscription subscribe(client& c, const std::string& channel, inbox& box) {
+  std::promise<std::pair<std::error_code, detail::subscription>> p;
+  c.core()->subscribe(detail::channel_kind::classic, channel, channel, box.listener(),
+                      steady::now() + 5s, [&](std::error_code ec, detail::subscription s) {
+                        p.set_value({ec, std::move(s)});
+                      });
+  auto [ec, sub] = p.get_future().get();
+  EXPECT_FALSE(ec) << ec.message();
+  return std::move(sub);
+}
+
+long long numsub(const redis_server& server, const std::string& channel) {
+  auto r = server.cli_reply({"PUBSUB", "NUMSUB", channel});
+  return r.elements.at(1).integer;
+}
+
+TEST(pubsub, delivers_after_confirmation) {
+  redis_server server;
+  client c(config_for(server));
+  inbox box;
+  auto sub = subscribe(c, "ch", box);
+  // Confirmed: a publish right after completion is delivered.
+  EXPECT_EQ(server.cli({"PUBLISH", "ch", "0"}), "1");
+  EXPECT_EQ(box.next(), "0");
+}
+
+TEST(pubsub, channels_are_reference_counted) {
+  redis_server server;
+  client c(config_for(server));
+  inbox a;
+  inbox b;
+  auto sa = subscribe(c, "shared", a);
+  auto sb = subscribe(c, "shared", b);
+  EXPECT_EQ(numsub(server, "shared"), 1);  // one server subscription for two listeners
+  server.cli({"PUBLISH", "shared", "x"});
+  EXPECT_EQ(a.next(), "x");
+  EXPECT_EQ(b.next(), "x");
+  sa.reset();
+  EXPECT_EQ(numsub(server, "shared"), 1);
+  server.cli({"PUBLISH", "shared", "y"});
+  EXPECT_EQ(b.next(), "y");
+  EXPECT_FALSE(a.next(100ms).has_value());
+  sb.reset();
+  EXPECT_TRUE(wait_until([&] { return numsub(server, "shared") == 0; }, 3s));
+}
+
+TEST(pubsub, resubscribes_after_server_restart_and_tells_listeners) {
+  redis_server server;
+  client c(config_for(server));
+  inbox box;
+  auto sub = subscribe(c, "restart-ch", box);
+  server.restart();
+  ASSERT_TRUE(box.wait_resubscribed(1, 10s));
+  EXPECT_EQ(numsub(server, "restart-ch"), 1);
+  server.cli({"PUBLISH", "restart-ch", "again"});
+  EXPECT_EQ(box.next(), "again");
+}
+
+TEST(pubsub, resubscribes_after_client_kill_type_pubsub) {
+  redis_server server;
+  client c(config_for(server));
+  inbox box;
+  inbox other;
+  auto s1 = subscribe(c, "killed-ch", box);
+  auto s2 = subscribe(c, "second-ch", other);
+  EXPECT_NE(server.cli({"CLIENT", "KILL", "TYPE", "pubsub"}), "0");
+  ASSERT_TRUE(box.wait_resubscribed(1));
+  ASSERT_TRUE(other.wait_resubscribed(1));
+  server.cli({"PUBLISH", "killed-ch", "back"});
+  server.cli({"PUBLISH", "second-ch", "too"});
+  EXPECT_EQ(box.next(), "back");
+  EXPECT_EQ(other.next(), "too");
+}
+
+TEST(pubsub, subscribe_times_out_on_a_paused_server) {
+  redis_server server;
+  client c(config_for(server));
+  c.execute({"PING"});
+  server.pause();
+  inbox box;
+  std::promise<std::error_code> p;
+  const auto t0 = steady::now();
+  c.core()->subscribe(detail::channel_kind::classic, "paused", "paused", box.listener(),
+                      steady::now() + 300ms,
+                      [&](std::error_code ec, detail::subscription) { p.set_value(ec); });
+  auto f = p.get_future();
+  ASSERT_EQ(f.wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(f.get(), errc::subscription_timeout);
+  EXPECT_LT(ms_since(t0), 600);
+  server.resume();
+}
+
+}  // namespace
+}  // namespace rlock::test

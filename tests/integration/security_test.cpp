@@ -1,0 +1,129 @@
+// Authentication (password, ACL users) and TLS.
+#include <gtest/gtest.h>
+
+#include "common.hpp"
+
+namespace rlock::test {
+namespace {
+
+std::error_code first_error(client& c) {
+  try {
+    c.execute({"PING"});
+  } catch (const error& e) {
+    return e.code();
+  }
+  return {};
+}
+
+TEST(security, password_and_acl_user) {
+  server_options o;
+  o.requirepass = "s3cret";
+  o.acl_users = {"alice on >alicepw ~* &* +@all"};
+  redis_server server(o);
+
+  config cfg = config_for(server);
+  cfg.password = "s3cret";
+  client good(cfg);
+  EXPECT_EQ(good.execute({"PING"}).str(), "PONG");
+
+  config acl = config_for(server);
+  acl.address = "redis://alice:alicepw@127.0.0.1:" + std::to_string(server.port());
+  client alice(acl);
+  EXPECT_EQ(alice.execute({"ACL", "WHOAMI"}).str(), "alice");
+}
+
+TEST(security, wrong_password_fails_fast_with_auth_failed) {
+  server_options o;
+  o.requirepass = "s3cret";
+  redis_server server(o);
+  config cfg = config_for(server);
+  cfg.password = "wrong";
+  client c(cfg);
+  const auto t0 = steady::now();
+  EXPECT_EQ(first_error(c), errc::auth_failed);
+  EXPECT_LT(ms_since(t0), 1000);  // not retried: a wrong password does not fix itself
+}
+
+TEST(security, unknown_acl_user_fails_with_auth_failed) {
+  server_options o;
+  o.requirepass = "s3cret";
+  redis_server server(o);
+  config cfg = config_for(server);
+  cfg.address = "redis://mallory:pw@127.0.0.1:" + std::to_string(server.port());
+  client c(cfg);
+  try {
+    c.execute({"PING"});
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::auth_failed);
+    EXPECT_NE(std::string(e.what()).find("AUTH"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("pw@"), std::string::npos) << "password leaked";
+  }
+}
+
+TEST(security, missing_password_fails_with_auth_required) {
+  server_options o;
+  o.requirepass = "s3cret";
+  redis_server server(o);
+  client c(config_for(server));
+  EXPECT_EQ(first_error(c), errc::auth_required);
+}
+
+TEST(security, tls_only_server) {
+  server_options o;
+  o.tls = true;
+  redis_server server(o);
+  config cfg = config_for(server);
+  ASSERT_EQ(cfg.address.rfind("rediss://", 0), 0u);
+  cfg.tls.ca_file = server.tls().ca_cert.string();
+  cfg.tls.cert_file = server.tls().client_cert.string();
+  cfg.tls.key_file = server.tls().client_key.string();
+  client c(cfg);
+  EXPECT_EQ(c.execute({"PING"}).str(), "PONG");
+  const script s{"return ARGV[1]"};
+  EXPECT_EQ(c.eval(s, {}, {"over tls"}).str(), "over tls");
+}
+
+TEST(security, tls_untrusted_server_certificate_is_refused) {
+  server_options o;
+  o.tls = true;
+  redis_server server(o);
+  config cfg = config_for(server);
+  cfg.tls.ca_file = server.tls().bad_ca_cert.string();
+  client c(cfg);
+  const auto t0 = steady::now();
+  EXPECT_EQ(first_error(c), errc::tls_error);
+  EXPECT_LT(ms_since(t0), 2000);
+}
+
+TEST(security, tls_untrusted_client_certificate_is_refused) {
+  server_options o;
+  o.tls = true;
+  redis_server server(o);
+  config cfg = config_for(server);
+  cfg.tls.ca_file = server.tls().ca_cert.string();
+  cfg.tls.cert_file = server.tls().bad_client_cert.string();
+  cfg.tls.key_file = server.tls().bad_client_key.string();
+  client c(cfg);
+  const auto ec = first_error(c);
+  EXPECT_TRUE(ec == errc::tls_error || ec == errc::connection_lost || ec == errc::not_connected)
+      << ec.message();
+  EXPECT_TRUE(ec) << "a client certificate from an untrusted CA must not be accepted";
+}
+
+TEST(security, plain_client_against_tls_server_does_not_hang) {
+  server_options o;
+  o.tls = true;
+  redis_server server(o);
+  config cfg = config_for(server);
+  cfg.address = "redis://127.0.0.1:" + std::to_string(server.port());
+  cfg.connect_timeout = 1000ms;
+  cfg.timeout = 500ms;
+  client c(cfg);
+  const auto t0 = steady::now();
+  EXPECT_TRUE(first_error(c));
+  EXPECT_LT(ms_since(t0), 5000);
+}
+
+}  // namespace
+}  // namespace rlock::test
