@@ -9,7 +9,7 @@
 #include <memory>
 #include <optional>
 
-#include "throwaway_server.hpp"
+#include "throwaway_server.hpp"  // tools/
 
 namespace {
 

@@ -237,7 +237,9 @@ void connection::submit(request r) {
   pending_.push_back(std::move(e));
   if (deadline < armed_deadline_) arm_deadline_locked(deadline);
   if (state_ != state::ready || writing_) return;
-  if (pending_.size() == 1 && try_direct_send_locked()) return;
+  // Idle connection (nothing queued, nothing awaiting a reply): the caller writes the command
+  // itself, saving a thread hand-off. Under load requests queue up and go out in batches.
+  if (pending_.size() == 1 && awaiting_.empty() && try_direct_send_locked()) return;
   writing_ = true;  // claim the write; the strand starts it
   lk.unlock();
   asio::post(strand_, [self = shared_from_this()] {
@@ -251,7 +253,7 @@ bool connection::try_direct_send_locked() {
   const int fd = transport_.direct_fd();
   if (fd < 0) return false;
   entry& e = pending_.front();
-  const std::string& bytes = e.req.payload;
+  const std::string_view bytes = e.req.bytes();
   ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0) {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -263,9 +265,11 @@ bool connection::try_direct_send_locked() {
   const auto written = static_cast<std::size_t>(n);
   entry moved = std::move(pending_.front());
   pending_.pop_front();
-  std::string rest = written < moved.req.payload.size() ? moved.req.payload.substr(written) : "";
+  const std::string_view all = moved.req.bytes();
+  std::string rest = written < all.size() ? std::string(all.substr(written)) : std::string();
   if (moved.remaining > 0) {
     moved.req.payload.clear();
+    moved.req.external = nullptr;
     awaiting_.push_back(std::move(moved));
   }
   if (!rest.empty()) {
@@ -287,10 +291,10 @@ void connection::start_write_locked(std::unique_lock<std::mutex>& lk) {
   write_buf_.clear();
   while (!pending_.empty()) {
     entry& e = pending_.front();
-    write_buf_ += e.req.payload;
+    write_buf_ += e.req.bytes();
     if (e.remaining > 0) {
-      e.req.payload.clear();
-      e.req.payload.shrink_to_fit();
+      e.req.payload = std::string();
+      e.req.external = nullptr;
       awaiting_.push_back(std::move(e));
     }
     pending_.pop_front();

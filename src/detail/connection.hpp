@@ -44,7 +44,10 @@ using exec_callback = std::function<void(exec_result)>;
 
 /// One command (or several pipelined ones) on its way to the server.
 struct request {
-  std::string payload;  ///< RESP bytes
+  std::string payload;  ///< RESP bytes, unless `external` is set
+  /// RESP bytes owned by the caller, who keeps them alive until `done` runs (saves a copy).
+  const std::string* external = nullptr;
+  std::string_view bytes() const { return external != nullptr ? *external : payload; }
   clock::time_point deadline = clock::time_point::max();
   exec_callback done;    ///< empty for fire-and-forget commands
   int replies = 1;       ///< replies to expect; only the last one is reported (0: none)

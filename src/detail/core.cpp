@@ -60,7 +60,7 @@ subscriber& node::subscriber_for(std::string_view channel) {
 
 struct core::attempt {
   std::string payload;
-  std::string eval_payload;  // EVAL form, for NOSCRIPT recovery (scripts only)
+  const script* via_script = nullptr;  // set for EVALSHA: the text for NOSCRIPT recovery
   bool from_script = false;
   bool noscript_retried = false;
   std::chrono::milliseconds timeout{0};
@@ -189,14 +189,31 @@ void core::eval(const script& s, std::span<const std::string_view> keys,
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   encode_command(argv, a->payload);
-  argv[0] = "EVAL";
-  argv[1] = s.text();
-  encode_command(argv, a->eval_payload);
+  a->via_script = &s;
   a->from_script = true;
   a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
   a->route_key = keys.empty() ? std::string{} : std::string(keys.front());
   a->done = std::move(cb);
   send(a);
+}
+
+// Rewrites an encoded `EVALSHA <sha> numkeys ...` into `EVAL <text> numkeys ...`: the same
+// array with its first two elements replaced.
+std::string evalsha_to_eval(std::string_view evalsha, const script& s) {
+  // "*<n>\r\n" "$7\r\nEVALSHA\r\n" "$40\r\n<sha>\r\n" <rest>
+  const auto header_end = evalsha.find("\r\n") + 2;
+  constexpr std::string_view cmd = "$7\r\nEVALSHA\r\n";
+  const auto sha_start = header_end + cmd.size();
+  const auto sha_end = evalsha.find("\r\n", sha_start) + 2;  // after "$40\r\n"
+  const auto rest = sha_end + 40 + 2;
+  std::string out(evalsha.substr(0, header_end));
+  out += "$4\r\nEVAL\r\n$";
+  out += std::to_string(s.text().size());
+  out += "\r\n";
+  out += s.text();
+  out += "\r\n";
+  out += evalsha.substr(rest);
+  return out;
 }
 
 void core::send(const std::shared_ptr<attempt>& a) {
@@ -208,7 +225,7 @@ void core::send(const std::shared_ptr<attempt>& a) {
     return;
   }
   request r;
-  r.payload = a->payload;
+  r.external = &a->payload;  // `a` lives until r.done has run
   r.from_script = a->from_script;
   r.deadline = std::min(clock::now() + a->timeout, a->fsm.deadline());
   r.done = [self = shared_from_this(), a](exec_result res) { self->on_result(a, std::move(res)); };
@@ -219,7 +236,7 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   if (res.ec && a->from_script && !a->noscript_retried && res.detail.starts_with("NOSCRIPT")) {
     // The server lost the script (SCRIPT FLUSH, restart, failover): nothing ran. Send the text.
     a->noscript_retried = true;
-    a->payload = std::move(a->eval_payload);
+    a->payload = evalsha_to_eval(a->payload, *a->via_script);
     send(a);
     return;
   }

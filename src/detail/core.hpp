@@ -62,7 +62,8 @@ class core : public std::enable_shared_from_this<core> {
 
   /// Sends one command. The callback runs on an I/O thread.
   void exec(std::span<const std::string_view> args, const exec_options& opts, exec_callback cb);
-  /// Runs a script by EVALSHA; on NOSCRIPT sends it once more by EVAL.
+  /// Runs a script by EVALSHA; on NOSCRIPT sends it once more by EVAL. `s` must outlive the
+  /// call's completion.
   void eval(const script& s, std::span<const std::string_view> keys,
             std::span<const std::string_view> args, const exec_options& opts, exec_callback cb);
 
@@ -107,5 +108,8 @@ class core : public std::enable_shared_from_this<core> {
 
 /// A random RFC 4122 version-4 UUID in lowercase hex with dashes.
 std::string make_uuid();
+
+/// The EVAL form of an encoded EVALSHA of `s` (NOSCRIPT recovery).
+std::string evalsha_to_eval(std::string_view evalsha, const script& s);
 
 }  // namespace rlock::detail

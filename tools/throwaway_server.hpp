@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-namespace rlock::examples {
+namespace rlock::examples {  // shared by examples, tools and benchmarks
 
 class throwaway_server {
  public:
