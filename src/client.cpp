@@ -4,6 +4,7 @@
 
 #include "detail/blocking.hpp"
 #include "detail/core.hpp"
+#include "detail/lock_service.hpp"
 #include "detail/lock_scripts.hpp"
 
 namespace rlock {
@@ -22,25 +23,39 @@ reply take_or_throw(detail::blocking_result<detail::exec_result>& w) {
 }  // namespace
 
 client::client(config cfg)
-    : core_(std::make_shared<detail::core>(std::move(cfg), detail::lock_scripts())) {}
+    : core_(std::make_shared<detail::core>(std::move(cfg), detail::lock_scripts())),
+      locks_(std::make_shared<detail::lock_service>(core_)) {}
 
-client::~client() {
-  if (core_) core_->shutdown();
-}
+client::~client() { shutdown(); }
 
 client::client(client&&) noexcept = default;
 client& client::operator=(client&& o) noexcept {
   if (this != &o) {
-    if (core_) core_->shutdown();
+    shutdown();
     core_ = std::move(o.core_);
+    locks_ = std::move(o.locks_);
   }
   return *this;
+}
+
+reentrant_lock client::get_lock(std::string name) const {
+  return reentrant_lock(locks_, std::move(name));
+}
+
+void client::release_quietly(reentrant_lock& l) noexcept {
+  try {
+    l.unlock();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the caller's exception is the one to report
+  }
 }
 
 const std::string& client::id() const { return core_->id(); }
 const config& client::get_config() const { return core_->cfg(); }
 client::executor_type client::get_executor() const { return core_->io().get_executor(); }
-void client::shutdown() { core_->shutdown(); }
+void client::shutdown() {
+  if (locks_) locks_->shutdown();
+  if (core_) core_->shutdown();
+}
 
 void client::start_execute(std::vector<std::string> args, callback cb) {
   if (args.empty()) {

@@ -16,11 +16,14 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <stop_token>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "rlock/config.hpp"
 #include "rlock/error.hpp"
+#include "rlock/lock.hpp"
 #include "rlock/reply.hpp"
 #include "rlock/script.hpp"
 
@@ -28,6 +31,7 @@ namespace rlock {
 
 namespace detail {
 class core;
+class lock_service;
 }
 
 class client {
@@ -78,6 +82,49 @@ class client {
   }
   reply eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args);
 
+  /// The reentrant lock named `name` (Redisson's getLock). Throws errc::invalid_argument for an
+  /// empty name. Locks of one client share its watchdog and pub/sub connections.
+  reentrant_lock get_lock(std::string name) const;
+
+  /// Runs `f` while holding the lock `name`, returns what `f` returns, and always releases it,
+  /// also when `f` throws. `opts` gives the wait budget, lease and stop token; when the lock is
+  /// not acquired within the wait, throws rlock::error(errc::timeout) without running `f`.
+  /// If `f` takes a std::stop_token it receives the hold's loss token, stopped when the lock is
+  /// lost while `f` runs. An unlock that fails after `f` returned normally (for example because
+  /// the lock was lost) throws; after `f` threw, `f`'s exception wins.
+  template <class F>
+  auto with_lock(std::string name, const acquire_options& opts, F&& f) {
+    reentrant_lock l = get_lock(std::move(name));
+    if (!l.acquire(opts)) {
+      throw error(make_error_code(errc::timeout), "lock '" + l.name() + "' not acquired in time");
+    }
+    auto call = [&]() -> decltype(auto) {
+      if constexpr (std::is_invocable_v<F&, std::stop_token>) {
+        return f(l.loss_token());
+      } else {
+        return f();
+      }
+    };
+    using result = decltype(call());
+    try {
+      if constexpr (std::is_void_v<result>) {
+        call();
+        l.unlock();
+        return;
+      } else {
+        result r = call();
+        l.unlock();
+        return r;
+      }
+    } catch (const error& e) {
+      if (e.code() != errc::not_owner) release_quietly(l);
+      throw;
+    } catch (...) {
+      release_quietly(l);
+      throw;
+    }
+  }
+
   /// Fails pending work with errc::shutdown and stops the I/O threads. Idempotent; the
   /// destructor calls it.
   void shutdown();
@@ -101,7 +148,10 @@ class client {
   void start_eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args,
                   callback cb);
 
+  static void release_quietly(reentrant_lock& l) noexcept;
+
   std::shared_ptr<detail::core> core_;
+  std::shared_ptr<detail::lock_service> locks_;
 };
 
 }  // namespace rlock

@@ -7,6 +7,8 @@
 -- ARGV[3]  owner field
 -- ARGV[4]  publish command: "publish" or "spublish"
 -- ARGV[5]  latch TTL in ms
+-- ARGV[6]  optional: the owner's expected hold count. When given and the owner's count differs,
+--          nothing is done and nil is returned (releasing an acquire whose reply was lost).
 -- Returns  1: fully released (key deleted, message published); 0: still held (count
 --          decremented, TTL reset); nil: the owner does not hold the lock. A repeated call with
 --          the same latch key returns the first call's result without doing anything.
@@ -15,6 +17,9 @@ if done ~= false then
   return tonumber(done)
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return nil
+end
+if ARGV[6] ~= nil and tonumber(redis.call('hget', KEYS[1], ARGV[3])) ~= tonumber(ARGV[6]) then
   return nil
 end
 local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)

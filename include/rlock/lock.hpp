@@ -1,0 +1,254 @@
+// rlock/lock.hpp: the reentrant distributed lock, wire-compatible with Redisson's RLock.
+//
+// Defines:
+//   rlock::reentrant_lock        the lock (Redisson's RLock); rlock::lock is an alias
+//   rlock::acquire_options       wait budget, lease and stop token of one acquire
+//   rlock::this_thread_owner_id  the owner id the blocking API uses for the calling thread
+//
+// On the wire: the key is the (mapped) name, a hash {"<client-uuid>:<owner-id>" -> hold count}
+// with a PEXPIRE; waiters listen on "redisson_lock__channel:{<name>}"; unlock publishes "0".
+// Java Redisson clients and rlock clients exclude each other on the same name.
+//
+// Ownership: a hold belongs to an owner id within its client. The blocking API uses the calling
+// thread's id (like Redisson's thread id), so std::lock_guard, std::unique_lock and
+// std::scoped_lock work (reentrant_lock is TimedLockable). The async API takes the owner id
+// explicitly, so coroutine code can hold a lock across threads.
+//
+// Leases: without a lease the lock gets lock_watchdog_timeout (30 s) and the client's watchdog
+// renews it every third of that while it is held. With a lease the lock expires after it and is
+// not renewed. Re-entry resets the TTL to the new acquire's lease.
+//
+// Fairness: within one process waiters are served first come, first served, and only the first
+// of them contends in Redis (so one unlock costs at most one acquire script per process).
+// Across processes the lock is not fair: the first to run its script after an unlock wins.
+//
+// Failure semantics:
+//   - The holder learns of a loss: loss_token() is stopped when renewal finds the owner field
+//     gone (expired, deleted, force-unlocked), or when renewal could not reach Redis before
+//     valid_until(), the lease's local deadline on steady_clock. Past valid_until() the holder
+//     must assume another client may hold the lock.
+//   - A pause of the holder (GC, SIGSTOP) shorter than the lease does not lose the lock; a
+//     longer one does, and is reported through loss_token() once the holder runs again.
+//   - A Redis failover can lose a lock that was not yet replicated (Redis replication is
+//     asynchronous); this single-server release does not claim otherwise.
+//   - Acquire and unlock are idempotent: a lost reply is resent without taking or releasing a
+//     hold twice. An acquire whose outcome stays unknown is undone in the background.
+//
+// Invalid: calling a blocking member from one of the client's own completion handlers (it
+// throws errc::invalid_argument instead of deadlocking); unlocking a hold of another owner
+// (throws errc::not_owner, like Redisson's IllegalMonitorStateException).
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <system_error>
+
+#include "rlock/error.hpp"
+
+namespace rlock {
+
+namespace detail {
+class lock_service;
+}
+
+/// The owner id of the calling thread for the blocking API: unique within the process, never
+/// reused, assigned on first use (1, 2, ...).
+std::uint64_t this_thread_owner_id() noexcept;
+
+/// How one acquire behaves.
+struct acquire_options {
+  /// Wait budget on steady_clock: nullopt waits until acquired; zero (or negative) makes a
+  /// single attempt. It bounds every step: subscribing, every command, every retry.
+  std::optional<std::chrono::milliseconds> wait;
+  /// Lease: nullopt (or <= 0) takes the watchdog lease, renewed while held.
+  std::optional<std::chrono::milliseconds> lease;
+  /// A stop request ends the wait with errc::stopped and leaves nothing held.
+  std::stop_token stop;
+};
+
+class reentrant_lock {
+ public:
+  using milliseconds = std::chrono::milliseconds;
+  using clock = std::chrono::steady_clock;
+
+  /// Made by client::get_lock(). Cheap to copy; copies refer to the same lock.
+  reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name);
+
+  /// The name as given; the key is the name through config::name_mapper.
+  const std::string& name() const { return name_; }
+  const std::string& key() const { return key_; }
+
+  // ---- blocking API (owner: the calling thread) ----
+
+  /// Waits until acquired, with the watchdog lease. Throws rlock::error on failure.
+  void lock();
+  /// Waits until acquired, with a fixed lease (not renewed).
+  void lock(milliseconds lease);
+  /// Interruptible (Redisson's lockInterruptibly): a stop request throws errc::stopped.
+  void lock(std::stop_token stop);
+  void lock(milliseconds lease, std::stop_token stop);
+  /// One attempt with the watchdog lease; never waits.
+  bool try_lock();
+  /// Redisson's tryLock(wait, lease): false when not acquired within `wait`. lease <= 0 takes
+  /// the watchdog lease.
+  bool try_lock(milliseconds wait, milliseconds lease = milliseconds(-1));
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_lock(std::chrono::ceil<milliseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
+    return try_lock_for(tp - Clock::now());
+  }
+  /// General form: returns whether the lock was acquired.
+  bool acquire(const acquire_options& opts);
+  /// Releases one hold. Throws errc::not_owner if the calling thread does not hold the lock.
+  void unlock();
+  /// Deletes the lock whoever holds it and wakes its waiters; true if a lock existed.
+  bool force_unlock();
+
+  bool is_locked();
+  bool is_held_by_current_thread();
+  bool is_held_by_thread(std::uint64_t owner_id);
+  /// Holds of the calling thread (0 if none).
+  long long hold_count();
+  /// The lock's PTTL: -2 ms if it does not exist, -1 ms if it has no TTL.
+  milliseconds remain_time_to_live();
+
+  /// Stopped when the calling thread's hold is lost (or if it holds nothing).
+  std::stop_token loss_token() const;
+  std::stop_token loss_token(std::uint64_t owner_id) const;
+  /// The local deadline of the calling thread's hold: send time of the last successful acquire
+  /// or renewal plus the lease (time_point::min() if not held or lost).
+  clock::time_point valid_until() const;
+  clock::time_point valid_until(std::uint64_t owner_id) const;
+
+  // ---- asynchronous API (explicit owner; any Asio completion token) ----
+
+  /// Completes with (error_code, bool acquired).
+  template <class CompletionToken>
+  auto async_acquire(std::uint64_t owner_id, acquire_options opts, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, bool)>(
+        [this](auto handler, std::uint64_t owner, acquire_options o) {
+          start_acquire(owner, std::move(o), wrap<bool>(std::move(handler)));
+        },
+        token, owner_id, std::move(opts));
+  }
+  /// Waits until acquired (watchdog lease unless `lease`). Completes with (error_code).
+  template <class CompletionToken>
+  auto async_lock(std::uint64_t owner_id, CompletionToken&& token) {
+    return async_lock_impl(owner_id, {}, std::forward<CompletionToken>(token));
+  }
+  template <class CompletionToken>
+  auto async_lock(std::uint64_t owner_id, milliseconds lease, CompletionToken&& token) {
+    acquire_options o;
+    o.lease = lease;
+    return async_lock_impl(owner_id, std::move(o), std::forward<CompletionToken>(token));
+  }
+  /// One attempt. Completes with (error_code, bool).
+  template <class CompletionToken>
+  auto async_try_lock(std::uint64_t owner_id, CompletionToken&& token) {
+    acquire_options o;
+    o.wait = milliseconds(0);
+    return async_acquire(owner_id, std::move(o), std::forward<CompletionToken>(token));
+  }
+  template <class CompletionToken>
+  auto async_try_lock(std::uint64_t owner_id, milliseconds wait, milliseconds lease,
+                      CompletionToken&& token) {
+    acquire_options o;
+    o.wait = wait;
+    if (lease.count() > 0) o.lease = lease;
+    return async_acquire(owner_id, std::move(o), std::forward<CompletionToken>(token));
+  }
+  /// Completes with (error_code); errc::not_owner if `owner_id` does not hold the lock.
+  template <class CompletionToken>
+  auto async_unlock(std::uint64_t owner_id, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code)>(
+        [this](auto handler, std::uint64_t owner) {
+          start_unlock(owner, wrap_void(std::move(handler)));
+        },
+        token, owner_id);
+  }
+  /// Completes with (error_code, bool existed).
+  template <class CompletionToken>
+  auto async_force_unlock(CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, bool)>(
+        [this](auto handler) { start_force_unlock(wrap<bool>(std::move(handler))); }, token);
+  }
+  /// Completes with (error_code, bool).
+  template <class CompletionToken>
+  auto async_is_locked(CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, bool)>(
+        [this](auto handler) { start_is_locked(wrap<bool>(std::move(handler))); }, token);
+  }
+  /// Completes with (error_code, long long holds).
+  template <class CompletionToken>
+  auto async_hold_count(std::uint64_t owner_id, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, long long)>(
+        [this](auto handler, std::uint64_t owner) {
+          start_hold_count(owner, wrap<long long>(std::move(handler)));
+        },
+        token, owner_id);
+  }
+  /// Completes with (error_code, milliseconds pttl).
+  template <class CompletionToken>
+  auto async_remain_time_to_live(CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, milliseconds)>(
+        [this](auto handler) { start_ttl(wrap<milliseconds>(std::move(handler))); }, token);
+  }
+
+ private:
+  template <class T>
+  using callback = std::function<void(std::error_code, T)>;
+  using void_callback = std::function<void(std::error_code)>;
+
+  template <class CompletionToken>
+  auto async_lock_impl(std::uint64_t owner_id, acquire_options o, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code)>(
+        [this](auto handler, std::uint64_t owner, acquire_options opts) {
+          start_acquire(owner, std::move(opts),
+                        [h = wrap_void(std::move(handler))](std::error_code ec, bool) { h(ec); });
+        },
+        token, owner_id, std::move(o));
+  }
+
+  template <class T, class Handler>
+  callback<T> wrap(Handler handler) {
+    auto ex = asio::get_associated_executor(handler, executor());
+    auto h = std::make_shared<Handler>(std::move(handler));
+    return [h, ex](std::error_code ec, T v) {
+      asio::dispatch(ex, [h, ec, v]() mutable { (*h)(ec, v); });
+    };
+  }
+  template <class Handler>
+  void_callback wrap_void(Handler handler) {
+    auto ex = asio::get_associated_executor(handler, executor());
+    auto h = std::make_shared<Handler>(std::move(handler));
+    return [h, ex](std::error_code ec) { asio::dispatch(ex, [h, ec]() mutable { (*h)(ec); }); };
+  }
+
+  asio::io_context::executor_type executor() const;
+  void start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb);
+  void start_unlock(std::uint64_t owner, void_callback cb);
+  void start_force_unlock(callback<bool> cb);
+  void start_is_locked(callback<bool> cb);
+  void start_hold_count(std::uint64_t owner, callback<long long> cb);
+  void start_ttl(callback<milliseconds> cb);
+  void check_blocking_allowed() const;
+
+  std::shared_ptr<detail::lock_service> svc_;
+  std::string name_;
+  std::string key_;
+};
+
+/// The reentrant lock. (A class cannot have a member function named like itself, so the class
+/// is reentrant_lock and `lock` names it, keeping `lock.lock()` available.)
+using lock = reentrant_lock;
+
+}  // namespace rlock

@@ -1,0 +1,140 @@
+#include "detail/acquire_fsm.hpp"
+
+#include <algorithm>
+
+#include "rlock/error.hpp"
+
+namespace rlock::detail {
+
+acquire_fsm::action acquire_fsm::finish(std::error_code ec, bool acquired, bool release) {
+  state_ = state::done;
+  action a;
+  a.kind = action_kind::done;
+  a.ec = ec;
+  a.acquired = acquired;
+  a.release = release;
+  return a;
+}
+
+acquire_fsm::action acquire_fsm::attempt(time_point now) {
+  if (attempts_ > 0 && now >= p_.deadline) return finish({}, false);
+  state_ = state::attempting;
+  ++attempts_;
+  subscribed_at_send_ = subscribed_;
+  woken_during_attempt_ = false;
+  action a;
+  a.kind = action_kind::send_acquire;
+  a.until = p_.deadline;
+  return a;
+}
+
+acquire_fsm::action acquire_fsm::wait_for_ttl(time_point now) {
+  state_ = state::waiting;
+  action a;
+  a.kind = action_kind::wait;
+  a.until = p_.deadline;
+  if (last_ttl_ >= 0) {
+    // +1 ms: Redis expires keys with millisecond precision; waking a hair later avoids a
+    // re-try that would still find the key alive.
+    const auto ttl_end = now + std::chrono::milliseconds(last_ttl_ + 1);
+    a.until = std::min(a.until, ttl_end);
+  }
+  return a;
+}
+
+acquire_fsm::action acquire_fsm::start(time_point now, bool head, bool subscribed) {
+  subscribed_ = subscribed;
+  if (head || p_.single_attempt) return attempt(now);
+  state_ = state::queued;
+  action a;
+  a.kind = action_kind::wait;
+  a.until = p_.deadline;
+  return a;
+}
+
+acquire_fsm::action acquire_fsm::on_turn(time_point now, std::optional<time_point> held_until,
+                                         bool subscribed) {
+  if (state_ != state::queued) return {};
+  subscribed_ = subscribed;
+  if (stop_pending_) return finish(make_error_code(errc::stopped), false);
+  if (now >= p_.deadline) return finish({}, false);
+  if (!held_until || !subscribed_) return attempt(now);
+  state_ = state::waiting;
+  action a;
+  a.kind = action_kind::wait;
+  a.until = std::min(*held_until, p_.deadline);
+  return a;
+}
+
+acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
+  if (state_ != state::attempting) return {};
+  if (r.ec) {
+    // The outcome may be unknown (timeout): the driver releases defensively when asked to.
+    return finish(r.ec, false, true);
+  }
+  if (r.acquired) {
+    if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);
+    return finish({}, true);
+  }
+  last_ttl_ = r.ttl_ms;
+  if (stop_pending_) return finish(make_error_code(errc::stopped), false);
+  if (p_.single_attempt || now >= p_.deadline) return finish({}, false);
+  if (!subscribed_) {
+    state_ = state::subscribing;
+    action a;
+    a.kind = action_kind::subscribe;
+    a.until = std::min(p_.deadline, now + p_.subscription_timeout);
+    return a;
+  }
+  // The subscription became active while this attempt was in flight, or an unlock message
+  // arrived meanwhile: the message may predate our attempt's view, so look once more.
+  if (!subscribed_at_send_ || woken_during_attempt_) return attempt(now);
+  return wait_for_ttl(now);
+}
+
+acquire_fsm::action acquire_fsm::on_subscribed(time_point now, std::error_code ec) {
+  if (state_ == state::queued || state_ == state::idle) {
+    subscribed_ = !ec;
+    return {};
+  }
+  if (state_ != state::subscribing) {
+    if (!ec) subscribed_ = true;
+    return {};
+  }
+  if (ec) return finish(ec, false);
+  subscribed_ = true;
+  if (stop_pending_) return finish(make_error_code(errc::stopped), false);
+  // Subscribed before re-trying: an unlock after this attempt is certainly delivered.
+  return attempt(now);
+}
+
+acquire_fsm::action acquire_fsm::on_wake(time_point now) {
+  switch (state_) {
+    case state::waiting: return attempt(now);
+    case state::attempting: woken_during_attempt_ = true; return {};
+    default: return {};
+  }
+}
+
+acquire_fsm::action acquire_fsm::on_timer(time_point now) {
+  switch (state_) {
+    case state::waiting:
+      if (now >= p_.deadline) return finish({}, false);
+      return attempt(now);
+    case state::queued:
+    case state::subscribing:
+      if (now >= p_.deadline) return finish({}, false);
+      return {};
+    default: return {};
+  }
+}
+
+acquire_fsm::action acquire_fsm::on_stop(time_point /*now*/) {
+  switch (state_) {
+    case state::attempting: stop_pending_ = true; return {};
+    case state::done: return {};
+    default: return finish(make_error_code(errc::stopped), false);
+  }
+}
+
+}  // namespace rlock::detail

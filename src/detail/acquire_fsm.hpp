@@ -1,0 +1,97 @@
+// Sans-I/O state machine of one acquire of a reentrant lock: try, subscribe, re-try, wait for
+// an unlock message or the lock's TTL, re-try, ... until acquired, the deadline, a stop request
+// or an error. The I/O layer feeds it events and carries out the action each event returns.
+//
+// Properties (each covered by tests/unit/acquire_fsm_test.cpp with simulated time):
+//   - no missed wake-up: an attempt that failed while the channel subscription was not yet
+//     confirmed is re-tried once the subscription is confirmed, and every wait is bounded by
+//     min(TTL, deadline), so a lost message costs at most one TTL (Redisson #1763);
+//   - at most one acquire script per wake-up: wake-ups that arrive while an attempt is in flight
+//     are folded into a single re-try after it;
+//   - honest deadline: no attempt is started at or after the deadline, and every subscribe and
+//     wait is bounded by it;
+//   - a queued waiter (not the head of its process's local FIFO) sends nothing until it is given
+//     the turn;
+//   - a stop request or deadline that lands while an attempt is in flight waits for its reply;
+//     if that reply says "acquired", the result asks the caller to release the lock.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <system_error>
+
+namespace rlock::detail {
+
+class acquire_fsm {
+ public:
+  using clock = std::chrono::steady_clock;
+  using time_point = clock::time_point;
+
+  struct params {
+    time_point deadline = time_point::max();  ///< max: wait forever (lock())
+    bool single_attempt = false;              ///< try_lock(): one attempt, never waits
+    std::chrono::milliseconds subscription_timeout{7500};
+  };
+
+  enum class action_kind {
+    none,          ///< nothing to do until the next event
+    send_acquire,  ///< run the acquire script
+    subscribe,     ///< subscribe to the lock's channel, bounded by `until`
+    wait,          ///< sleep until `until` (or a wake-up, or the turn for queued waiters)
+    done,          ///< finished: see `ec`, `acquired`, `release`
+  };
+
+  struct action {
+    action_kind kind = action_kind::none;
+    time_point until = time_point::max();
+    std::error_code ec;     ///< done: the error, if any
+    bool acquired = false;  ///< done: the lock is held
+    bool release = false;   ///< done: the lock was acquired but must be released (stop/deadline)
+  };
+
+  /// What an acquire script reported.
+  struct reply {
+    std::error_code ec;            ///< transport or server error
+    bool acquired = false;         ///< nil reply
+    long long ttl_ms = -1;         ///< PTTL of the held lock (-1: no TTL)
+  };
+
+  explicit acquire_fsm(params p) : p_(p) {}
+
+  /// Starts. `head`: this waiter may contend now (else it is queued behind a local waiter).
+  /// `subscribed`: the lock's channel subscription is already confirmed in this process.
+  action start(time_point now, bool head, bool subscribed);
+  /// The head of the local queue left or acquired: this waiter contends now. With
+  /// `held_until` set, the lock is known to be held (by a local owner) until then, so the
+  /// waiter sleeps until a wake-up or that time instead of sending a script that would fail.
+  /// `subscribed`: the lock's channel subscription is confirmed in this process.
+  action on_turn(time_point now, std::optional<time_point> held_until, bool subscribed);
+  action on_reply(time_point now, const reply& r);
+  action on_subscribed(time_point now, std::error_code ec);
+  /// An unlock message on the lock's channel, or the subscription was re-established.
+  action on_wake(time_point now);
+  /// The wait or queue timer fired.
+  action on_timer(time_point now);
+  action on_stop(time_point now);
+
+  bool is_head() const { return state_ != state::queued && state_ != state::idle; }
+  bool finished() const { return state_ == state::done; }
+  int attempts() const { return attempts_; }
+
+ private:
+  enum class state { idle, queued, attempting, subscribing, waiting, done };
+  action attempt(time_point now);
+  action finish(std::error_code ec, bool acquired, bool release = false);
+  action wait_for_ttl(time_point now);
+
+  params p_;
+  state state_ = state::idle;
+  bool subscribed_ = false;
+  bool subscribed_at_send_ = false;
+  bool woken_during_attempt_ = false;
+  bool stop_pending_ = false;
+  long long last_ttl_ = -1;
+  int attempts_ = 0;
+};
+
+}  // namespace rlock::detail

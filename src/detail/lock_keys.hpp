@@ -1,0 +1,48 @@
+// Redisson's key and channel names for a lock (protocol reference §0.1, §1.1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace rlock::detail {
+
+/// prefixName(prefix, n): "prefix:n" if n already has a hash tag, else "prefix:{n}".
+inline std::string prefix_name(std::string_view prefix, std::string_view n) {
+  std::string out(prefix);
+  if (n.find('{') != std::string_view::npos) {
+    out += ':';
+    out += n;
+  } else {
+    out += ":{";
+    out += n;
+    out += '}';
+  }
+  return out;
+}
+
+/// The pub/sub channel of a reentrant lock: redisson_lock__channel:{<name>}.
+inline std::string lock_channel(std::string_view raw_name) {
+  return prefix_name("redisson_lock__channel", raw_name);
+}
+
+/// The unlock latch: redisson_unlock_latch:{<name>}:<32 hex request id>.
+inline std::string unlock_latch(std::string_view raw_name, std::string_view request_id) {
+  std::string out = prefix_name("redisson_unlock_latch", raw_name);
+  out += ':';
+  out += request_id;
+  return out;
+}
+
+/// The owner field: <client uuid>:<owner id>.
+inline std::string owner_field(std::string_view client_id, std::uint64_t owner_id) {
+  std::string out(client_id);
+  out += ':';
+  out += std::to_string(owner_id);
+  return out;
+}
+
+/// 16 random bytes as 32 lowercase hex characters (Redisson's request id).
+std::string random_request_id();
+
+}  // namespace rlock::detail

@@ -1,0 +1,509 @@
+#include "detail/lock_service.hpp"
+
+#include <random>
+#include <string_view>
+
+#include "detail/lock_keys.hpp"
+#include "detail/lock_scripts.hpp"
+
+namespace rlock::detail {
+namespace {
+
+// How long a lock channel stays subscribed after its last local waiter left, so that a busy
+// lock does not pay SUBSCRIBE/UNSUBSCRIBE for every hand-off.
+constexpr std::chrono::seconds subscription_linger{10};
+
+}  // namespace
+
+std::string random_request_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out(32, '0');
+  for (int half = 0; half < 2; ++half) {
+    std::uint64_t v = rng();
+    for (int i = 0; i < 16; ++i) {
+      out[static_cast<std::size_t>(half * 16 + i)] = hex[v & 0xf];
+      v >>= 4;
+    }
+  }
+  return out;
+}
+
+struct lock_service::op : std::enable_shared_from_this<op> {
+  op(asio::io_context& io, acquire_request r, acquire_fsm::params p)
+      : req(std::move(r)), fsm(p), strand(asio::make_strand(io)), timer(strand) {}
+
+  acquire_request req;
+  acquire_fsm fsm;
+  asio::strand<asio::io_context::executor_type> strand;
+  asio::steady_timer timer;
+  acquire_callback done;
+  std::string owner;
+  std::string channel;
+  std::chrono::milliseconds lease{};
+  bool renew = true;
+  int prior_count = 0;
+  std::uint64_t watchdog_id = 0;
+  bool watchdog_added_here = false;
+  clock::time_point sent_at;
+  bool last_written = false;
+  bool queued = false;
+  bool finished = false;
+  std::unique_ptr<std::stop_callback<std::function<void()>>> stop_cb;
+};
+
+lock_service::lock_service(std::shared_ptr<core> c)
+    : core_(std::move(c)),
+      watchdog_(std::make_shared<watchdog>(core_, core_->cfg().lock_watchdog_timeout,
+                                           core_->cfg().lock_watchdog_batch_size)) {}
+
+lock_service::~lock_service() { shutdown(); }
+
+void lock_service::shutdown() {
+  std::vector<std::shared_ptr<op>> waiting;
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) return;
+    closed_ = true;
+    for (auto& [name, e] : entries_) {
+      waiting.insert(waiting.end(), e.queue.begin(), e.queue.end());
+      e.sub_handle.reset();
+      if (e.linger) e.linger->cancel();
+    }
+  }
+  watchdog_->stop();
+  for (auto& o : waiting) {
+    asio::dispatch(o->strand, [self = shared_from_this(), o] {
+      if (o->finished) return;
+      acquire_fsm::action a;
+      a.kind = acquire_fsm::action_kind::done;
+      a.ec = make_error_code(errc::shutdown);
+      self->finish(o, a);
+    });
+  }
+}
+
+std::string lock_service::owner_field(std::uint64_t owner_id) const {
+  return detail::owner_field(core_->id(), owner_id);
+}
+
+// ---- acquire ----
+
+void lock_service::acquire(acquire_request req, acquire_callback done) {
+  acquire_fsm::params p;
+  p.deadline = req.deadline;
+  p.single_attempt = req.single_attempt;
+  p.subscription_timeout = core_->cfg().subscription_timeout;
+  auto o = std::make_shared<op>(core_->io(), std::move(req), p);
+  o->done = std::move(done);
+  o->owner = owner_field(o->req.owner_id);
+  o->channel = lock_channel(o->req.raw_name);
+  o->renew = !o->req.lease.has_value();
+  o->lease = o->req.lease.value_or(core_->cfg().lock_watchdog_timeout);
+
+  bool head = true;
+  bool subscribed = false;
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) {
+      asio::post(core_->io(), [d = std::move(o->done)] {
+        d(make_error_code(errc::shutdown), false);
+      });
+      return;
+    }
+    entry& e = entries_[o->req.raw_name];
+    auto h = e.holds.find(o->req.owner_id);
+    o->prior_count = h == e.holds.end() ? 0 : h->second.count;
+    if (h != e.holds.end()) o->watchdog_id = h->second.watchdog_id;
+    subscribed = e.sub == entry::sub_state::active;
+    // Re-entry and single attempts do not queue: the owner already holds the lock, or the
+    // caller asked for exactly one try.
+    if (o->prior_count == 0 && !o->req.single_attempt) {
+      head = e.queue.empty();
+      e.queue.push_back(o);
+      o->queued = true;
+      if (e.linger) e.linger->cancel();
+    }
+  }
+  if (o->req.stop.stop_possible()) {
+    std::weak_ptr<op> weak = o;
+    std::weak_ptr<lock_service> svc = weak_from_this();
+    o->stop_cb = std::make_unique<std::stop_callback<std::function<void()>>>(
+        o->req.stop, std::function<void()>([weak, svc] {
+          auto op_ptr = weak.lock();
+          auto s = svc.lock();
+          if (!op_ptr || !s) return;
+          asio::dispatch(op_ptr->strand, [s, op_ptr] {
+            s->apply(op_ptr, op_ptr->fsm.on_stop(clock::now()));
+          });
+        }));
+  }
+  asio::dispatch(o->strand, [self = shared_from_this(), o, head, subscribed] {
+    if (o->finished) return;
+    self->apply(o, o->fsm.start(clock::now(), head, subscribed));
+  });
+}
+
+void lock_service::apply(const std::shared_ptr<op>& o, acquire_fsm::action a) {
+  // Runs on o->strand.
+  if (o->finished) return;
+  switch (a.kind) {
+    case acquire_fsm::action_kind::none: return;
+    case acquire_fsm::action_kind::send_acquire: send_acquire(o); return;
+    case acquire_fsm::action_kind::subscribe: ensure_subscribed(o, a.until); return;
+    case acquire_fsm::action_kind::wait:
+      o->timer.cancel();
+      if (a.until != clock::time_point::max()) {
+        o->timer.expires_at(a.until);
+        o->timer.async_wait([self = shared_from_this(), o](std::error_code ec) {
+          if (ec) return;
+          self->apply(o, o->fsm.on_timer(clock::now()));
+        });
+      }
+      return;
+    case acquire_fsm::action_kind::done: finish(o, a); return;
+  }
+}
+
+void lock_service::send_acquire(const std::shared_ptr<op>& o) {
+  if (o->prior_count == 0 && o->watchdog_id == 0) {
+    // Registered before the acquire is sent; activated only if it succeeds.
+    std::weak_ptr<lock_service> svc = weak_from_this();
+    const std::string name = o->req.raw_name;
+    const std::uint64_t owner_id = o->req.owner_id;
+    auto id_holder = std::make_shared<std::uint64_t>(0);
+    o->watchdog_id = watchdog_->add(name, o->owner, o->lease, o->renew,
+                                    [svc, name, owner_id, id_holder](std::error_code) {
+                                      if (auto s = svc.lock()) s->on_lost(name, owner_id, *id_holder);
+                                    });
+    *id_holder = o->watchdog_id;
+    o->watchdog_added_here = true;
+  }
+  const std::string lease = std::to_string(o->lease.count());
+  const std::string prior = std::to_string(o->prior_count);
+  const std::string_view keys[] = {o->req.raw_name};
+  const std::string_view args[] = {lease, o->owner, prior};
+  exec_options opts;
+  opts.deadline = o->req.deadline;
+  // Safe to resend: ARGV[3] makes a repeated acquire recognise that it was already applied.
+  opts.idempotent = true;
+  o->sent_at = clock::now();
+  core_->eval(lock_acquire_script(), keys, args, opts,
+              [self = shared_from_this(), o](exec_result res) {
+                asio::dispatch(o->strand, [self, o, res = std::move(res)]() mutable {
+                  acquire_fsm::reply r;
+                  o->last_written = res.written;
+                  if (res.ec) {
+                    r.ec = res.ec;
+                  } else if (res.value.is_nil()) {
+                    r.acquired = true;
+                  } else if (res.value.is_integer()) {
+                    r.ttl_ms = res.value.integer();
+                  } else {
+                    r.ec = make_error_code(errc::script_error);
+                  }
+                  self->apply(o, o->fsm.on_reply(clock::now(), r));
+                });
+              });
+}
+
+void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until) {
+  bool start = false;
+  bool ready = false;
+  std::uint64_t gen = 0;
+  {
+    std::lock_guard lk(mu_);
+    entry& e = entries_[o->req.raw_name];
+    if (e.sub == entry::sub_state::active) {
+      ready = true;
+    } else if (e.sub == entry::sub_state::none) {
+      e.sub = entry::sub_state::subscribing;
+      gen = ++e.sub_generation;
+      start = true;
+    }
+  }
+  if (ready) {
+    apply(o, o->fsm.on_subscribed(clock::now(), {}));
+    return;
+  }
+  if (!start) {
+    // Another waiter's subscribe is in flight; this one is told when it completes. Its own
+    // deadline still bounds it through a timer.
+    o->timer.cancel();
+    o->timer.expires_at(until);
+    o->timer.async_wait([self = shared_from_this(), o](std::error_code ec) {
+      if (ec) return;
+      self->apply(o, o->fsm.on_subscribed(clock::now(), make_error_code(errc::subscription_timeout)));
+    });
+    return;
+  }
+  const std::string name = o->req.raw_name;
+  std::weak_ptr<lock_service> weak = weak_from_this();
+  core_->subscribe(
+      channel_kind::classic, o->channel, name,
+      [weak, name](const pubsub_event&) {
+        // An unlock message (any payload) or a resubscription: the head re-checks.
+        if (auto s = weak.lock()) s->on_message(name);
+      },
+      until,
+      [weak, name, gen](std::error_code ec, subscription sub) {
+        auto self = weak.lock();
+        if (!self) return;
+        std::vector<std::shared_ptr<op>> told;
+        {
+          std::lock_guard lk(self->mu_);
+          auto it = self->entries_.find(name);
+          if (it == self->entries_.end() || it->second.sub_generation != gen || self->closed_) {
+            return;  // superseded; `sub` unsubscribes as it goes
+          }
+          entry& e = it->second;
+          if (ec) {
+            e.sub = entry::sub_state::none;
+          } else {
+            e.sub = entry::sub_state::active;
+            e.sub_handle = std::move(sub);
+          }
+          told.assign(e.queue.begin(), e.queue.end());
+          self->maybe_linger_locked(name, e);
+        }
+        for (auto& w : told) {
+          asio::dispatch(w->strand, [self, w, ec] {
+            self->apply(w, w->fsm.on_subscribed(clock::now(), ec));
+          });
+        }
+      });
+}
+
+void lock_service::on_message(const std::string& raw_name) {
+  std::shared_ptr<op> head;
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(raw_name);
+    if (it == entries_.end() || it->second.queue.empty()) return;
+    head = it->second.queue.front();
+  }
+  // Only the head of the local queue is woken: at most one acquire per process per message.
+  asio::dispatch(head->strand, [self = shared_from_this(), head] {
+    self->apply(head, head->fsm.on_wake(clock::now()));
+  });
+}
+
+void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a) {
+  o->finished = true;
+  o->timer.cancel();
+  const bool keep = a.acquired && !a.release;
+  if (a.release && (a.acquired || o->last_written)) release_abandoned(o);
+  std::shared_ptr<op> next;
+  std::optional<clock::time_point> held_until;
+  bool next_subscribed = false;
+  {
+    std::lock_guard lk(mu_);
+    entry& e = entries_[o->req.raw_name];
+    if (keep) {
+      hold& h = e.holds[o->req.owner_id];
+      ++h.count;
+      h.watchdog_id = o->watchdog_id;
+      h.lease = o->lease;
+    } else if (o->watchdog_added_here) {
+      watchdog_->remove(o->watchdog_id);
+    }
+    if (o->queued) {
+      const bool was_head = !e.queue.empty() && e.queue.front() == o;
+      std::erase(e.queue, o);
+      if (was_head && !e.queue.empty()) {
+        next = e.queue.front();
+        if (keep) held_until = clock::now() + o->lease;
+        next_subscribed = e.sub == entry::sub_state::active;
+      }
+    }
+    maybe_linger_locked(o->req.raw_name, e);
+  }
+  if (keep) watchdog_->activate(o->watchdog_id, o->sent_at);
+  if (next) {
+    asio::dispatch(next->strand, [self = shared_from_this(), next, held_until, next_subscribed] {
+      self->apply(next, next->fsm.on_turn(clock::now(), held_until, next_subscribed));
+    });
+  }
+  auto done = std::move(o->done);
+  o->stop_cb.reset();
+  if (done) done(keep ? std::error_code{} : a.ec, keep);
+}
+
+void lock_service::release_abandoned(const std::shared_ptr<op>& o) {
+  // The acquire may have been applied (reply lost, or it came after a stop request): undo it
+  // only if the owner's count shows exactly that acquire, then let waiters know.
+  const std::string latch = unlock_latch(o->req.raw_name, random_request_id());
+  const std::string lease = std::to_string(o->lease.count());
+  const std::string expected = std::to_string(o->prior_count + 1);
+  const auto& cfg = core_->cfg();
+  const std::string latch_ttl =
+      std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
+  const std::string_view keys[] = {o->req.raw_name, o->channel, latch};
+  const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
+  exec_options opts;
+  opts.idempotent = true;
+  core_->eval(lock_unlock_script(), keys, args, opts, [](exec_result) {});
+}
+
+void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
+  if (!e.queue.empty() || closed_) return;
+  if (e.sub == entry::sub_state::none) {
+    if (e.holds.empty()) entries_.erase(raw_name);
+    return;
+  }
+  if (e.sub != entry::sub_state::active) return;
+  if (!e.linger) e.linger = std::make_unique<asio::steady_timer>(core_->io());
+  e.linger->expires_after(subscription_linger);
+  e.linger->async_wait([weak = weak_from_this(), raw_name](std::error_code ec) {
+    if (ec) return;
+    auto self = weak.lock();
+    if (!self) return;
+    subscription gone;  // unsubscribes outside the lock
+    {
+      std::lock_guard lk(self->mu_);
+      auto it = self->entries_.find(raw_name);
+      if (it == self->entries_.end() || !it->second.queue.empty()) return;
+      gone = std::move(it->second.sub_handle);
+      it->second.sub = entry::sub_state::none;
+      ++it->second.sub_generation;
+      if (it->second.holds.empty()) {
+        // The timer being run belongs to this entry: keep it alive until this handler returns.
+        auto keep = std::move(it->second.linger);
+        self->entries_.erase(it);
+        asio::post(self->core_->io(), [k = std::shared_ptr<asio::steady_timer>(std::move(keep))] {});
+      }
+    }
+  });
+}
+
+// ---- holds, loss, unlock ----
+
+void lock_service::on_lost(const std::string& raw_name, std::uint64_t owner_id,
+                           std::uint64_t wd_id) {
+  std::stop_source src;
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(raw_name);
+    if (it == entries_.end()) return;
+    auto h = it->second.holds.find(owner_id);
+    if (h == it->second.holds.end() || h->second.watchdog_id != wd_id) return;
+    src = h->second.lost;
+    // Keep the hold record (count) so that unlock() reaches the server and reports not_owner;
+    // the watchdog has already dropped it.
+    h->second.watchdog_id = 0;
+  }
+  src.request_stop();
+}
+
+std::stop_token lock_service::loss_token(const std::string& raw_name, std::uint64_t owner_id) {
+  std::lock_guard lk(mu_);
+  auto it = entries_.find(raw_name);
+  if (it != entries_.end()) {
+    auto h = it->second.holds.find(owner_id);
+    if (h != it->second.holds.end()) return h->second.lost.get_token();
+  }
+  std::stop_source not_held;
+  not_held.request_stop();
+  return not_held.get_token();
+}
+
+clock::time_point lock_service::valid_until(const std::string& raw_name, std::uint64_t owner_id) {
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(raw_name);
+    if (it == entries_.end()) return clock::time_point::min();
+    auto h = it->second.holds.find(owner_id);
+    if (h == it->second.holds.end()) return clock::time_point::min();
+    id = h->second.watchdog_id;
+  }
+  return id == 0 ? clock::time_point::min() : watchdog_->valid_until(id);
+}
+
+void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
+                          unlock_callback done) {
+  std::chrono::milliseconds lease = core_->cfg().lock_watchdog_timeout;
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(raw_name);
+    if (it != entries_.end()) {
+      auto h = it->second.holds.find(owner_id);
+      if (h != it->second.holds.end()) {
+        lease = h->second.lease;
+        if (h->second.count <= 1 && h->second.watchdog_id != 0) {
+          // Cancelled before the unlock is sent: no renewal can outlive it (Redisson #7272).
+          watchdog_->remove(h->second.watchdog_id);
+          h->second.watchdog_id = 0;
+        }
+      }
+    }
+  }
+  const std::string latch = unlock_latch(raw_name, random_request_id());
+  const std::string lease_s = std::to_string(lease.count());
+  const std::string owner = owner_field(owner_id);
+  const std::string channel = lock_channel(raw_name);
+  const auto& cfg = core_->cfg();
+  const std::string latch_ttl =
+      std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
+  const std::string_view keys[] = {raw_name, channel, latch};
+  const std::string_view args[] = {"0", lease_s, owner, "publish", latch_ttl};
+  exec_options opts;
+  opts.idempotent = true;  // the latch returns the first result to a resent unlock
+  core_->eval(lock_unlock_script(), keys, args, opts,
+              [self = shared_from_this(), raw_name, owner_id,
+               done = std::move(done)](exec_result res) {
+                std::error_code ec = res.ec;
+                if (!ec && !res.value.is_nil() && !res.value.is_integer()) {
+                  ec = make_error_code(errc::script_error);
+                }
+                const bool not_owner = !ec && res.value.is_nil();
+                const bool released = !ec && res.value.integer() == 1;
+                {
+                  std::lock_guard lk(self->mu_);
+                  auto it = self->entries_.find(raw_name);
+                  if (it != self->entries_.end()) {
+                    entry& e = it->second;
+                    auto h = e.holds.find(owner_id);
+                    if (h != e.holds.end() && !ec) {
+                      if (released || not_owner || --h->second.count <= 0) {
+                        if (h->second.watchdog_id != 0) self->watchdog_->remove(h->second.watchdog_id);
+                        e.holds.erase(h);
+                      }
+                    }
+                    self->maybe_linger_locked(raw_name, e);
+                  }
+                }
+                if (not_owner) ec = make_error_code(errc::not_owner);
+                done(ec);
+              });
+}
+
+void lock_service::force_unlock(const std::string& raw_name,
+                                std::function<void(std::error_code, bool)> done) {
+  const std::string channel = lock_channel(raw_name);
+  const std::string_view keys[] = {raw_name, channel};
+  const std::string_view args[] = {"0", "publish"};
+  exec_options opts;
+  opts.idempotent = true;
+  core_->eval(lock_force_unlock_script(), keys, args, opts,
+              [self = shared_from_this(), raw_name, done = std::move(done)](exec_result res) {
+                const bool existed = !res.ec && res.value.integer() == 1;
+                std::vector<std::stop_source> lost;
+                if (existed) {
+                  // Local holders lost the lock: stop renewing and tell them now.
+                  std::lock_guard lk(self->mu_);
+                  auto it = self->entries_.find(raw_name);
+                  if (it != self->entries_.end()) {
+                    for (auto& [owner, h] : it->second.holds) {
+                      if (h.watchdog_id != 0) self->watchdog_->remove(h.watchdog_id);
+                      h.watchdog_id = 0;
+                      lost.push_back(h.lost);
+                    }
+                  }
+                }
+                for (auto& s : lost) s.request_stop();
+                done(res.ec, existed);
+              });
+}
+
+}  // namespace rlock::detail

@@ -1,0 +1,90 @@
+// Per-client state of reentrant locks: the local FIFO of waiters per lock name (so that at most
+// one waiter per process contends in Redis), the shared channel subscription per name, the
+// holds of local owners (hold count, watchdog registration, loss signal), and the drivers that
+// carry out acquire_fsm's actions.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "detail/acquire_fsm.hpp"
+#include "detail/core.hpp"
+#include "detail/watchdog.hpp"
+
+namespace rlock::detail {
+
+struct acquire_request {
+  std::string raw_name;
+  std::uint64_t owner_id = 0;
+  /// Lease; nullopt: the watchdog lease (renewed while held).
+  std::optional<std::chrono::milliseconds> lease;
+  clock::time_point deadline = clock::time_point::max();
+  bool single_attempt = false;
+  std::stop_token stop;
+};
+
+class lock_service : public std::enable_shared_from_this<lock_service> {
+ public:
+  using acquire_callback = std::function<void(std::error_code, bool acquired)>;
+  using unlock_callback = std::function<void(std::error_code)>;
+
+  explicit lock_service(std::shared_ptr<core> c);
+  ~lock_service();
+  /// Stops the watchdog and fails waiting acquires with errc::shutdown.
+  void shutdown();
+
+  void acquire(acquire_request req, acquire_callback done);
+  void unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done);
+  void force_unlock(const std::string& raw_name, std::function<void(std::error_code, bool)> done);
+
+  /// Local view of a hold (no request): the loss token and the local lease deadline.
+  std::stop_token loss_token(const std::string& raw_name, std::uint64_t owner_id);
+  clock::time_point valid_until(const std::string& raw_name, std::uint64_t owner_id);
+
+  const std::shared_ptr<core>& engine() const { return core_; }
+  watchdog& keeper() { return *watchdog_; }
+  std::string owner_field(std::uint64_t owner_id) const;
+
+ private:
+  struct op;
+  struct hold {
+    int count = 0;
+    std::uint64_t watchdog_id = 0;
+    std::chrono::milliseconds lease{};
+    std::stop_source lost;
+  };
+  struct entry {
+    std::deque<std::shared_ptr<op>> queue;  // front: the head, the only local contender
+    enum class sub_state { none, subscribing, active } sub = sub_state::none;
+    subscription sub_handle;
+    std::uint64_t sub_generation = 0;
+    std::unique_ptr<asio::steady_timer> linger;
+    std::map<std::uint64_t, hold> holds;  // by owner id
+  };
+
+  void apply(const std::shared_ptr<op>& o, acquire_fsm::action a);
+  void send_acquire(const std::shared_ptr<op>& o);
+  void ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until);
+  void on_message(const std::string& raw_name);
+  void finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a);
+  void release_abandoned(const std::shared_ptr<op>& o);
+  void maybe_linger_locked(const std::string& raw_name, entry& e);
+  void on_lost(const std::string& raw_name, std::uint64_t owner_id, std::uint64_t wd_id);
+
+  std::shared_ptr<core> core_;
+  std::shared_ptr<watchdog> watchdog_;
+  std::mutex mu_;
+  std::map<std::string, entry> entries_;
+  bool closed_ = false;
+};
+
+}  // namespace rlock::detail

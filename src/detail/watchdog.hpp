@@ -1,0 +1,87 @@
+// The lease keeper of one client: renews watchdog leases and tells holders when a lock is lost.
+//
+// - One renewal timer per client, period = lock_watchdog_timeout / 3. Each round cuts the held
+//   locks into batches of at most lock_watchdog_batch_size keys, one renewal script per batch,
+//   all batches sent concurrently. A failed batch neither aborts the others nor waits a whole
+//   period: its keys are retried after a short delay until renewed or expired.
+// - Every registered hold has a local deadline, valid_until = send time of the last successful
+//   acquire or renewal + lease, on steady_clock. When the renewal script reports the owner field
+//   gone, or when valid_until passes without a successful renewal (Redis unreachable, paused),
+//   the hold is lost: it leaves the watchdog and its loss callback runs once.
+// - Holds taken with an explicit lease are not renewed, but their loss is still reported when
+//   the lease runs out.
+// - Registration happens before the acquire is sent (add, then activate on success) and removal
+//   before the unlock is sent, so no renewal outlives an unlock (Redisson #7272).
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "detail/connection.hpp"
+
+namespace rlock::detail {
+
+class core;
+
+class watchdog : public std::enable_shared_from_this<watchdog> {
+ public:
+  using loss_callback = std::function<void(std::error_code)>;
+
+  watchdog(std::shared_ptr<core> c, std::chrono::milliseconds timeout, int batch_size);
+
+  /// Registers a hold before its acquire is sent. `renew`: watchdog lease (else fixed lease).
+  std::uint64_t add(std::string key, std::string owner, std::chrono::milliseconds lease,
+                    bool renew, loss_callback on_loss);
+  /// The acquire succeeded; it was sent at `sent_at`.
+  void activate(std::uint64_t id, clock::time_point sent_at);
+  /// Removes a hold (before its unlock is sent, or after its acquire failed). No callback.
+  void remove(std::uint64_t id);
+  /// The local deadline of a hold (time_point::min() if unknown or lost).
+  clock::time_point valid_until(std::uint64_t id) const;
+  /// Stops renewing; pending callbacks are dropped.
+  void stop();
+
+  /// Renewal scripts sent so far (for tests and benchmarks).
+  std::uint64_t scripts_sent() const;
+  std::size_t active() const;
+
+ private:
+  struct hold {
+    std::string key;
+    std::string owner;
+    std::chrono::milliseconds lease{};
+    bool renew = true;
+    bool active = false;
+    bool in_flight = false;
+    clock::time_point valid_until = clock::time_point::min();
+    loss_callback on_loss;
+  };
+  void schedule_round_locked(clock::time_point at);
+  void run_round();
+  void send_batch(std::vector<std::uint64_t> ids);
+  void on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_at, exec_result res);
+  void arm_expiry_locked();
+  void on_expiry();
+
+  std::weak_ptr<core> core_;
+  std::chrono::milliseconds timeout_;
+  std::size_t batch_size_;
+  asio::steady_timer round_timer_;
+  asio::steady_timer expiry_timer_;
+  mutable std::mutex mu_;
+  std::map<std::uint64_t, hold> holds_;
+  std::uint64_t next_id_ = 1;
+  bool round_armed_ = false;
+  clock::time_point round_at_ = clock::time_point::max();
+  clock::time_point expiry_at_ = clock::time_point::max();
+  bool stopped_ = false;
+  std::uint64_t scripts_sent_ = 0;
+};
+
+}  // namespace rlock::detail

@@ -1,0 +1,240 @@
+#include "rlock/lock.hpp"
+
+#include <atomic>
+#include <string_view>
+
+#include "detail/blocking.hpp"
+#include "detail/lock_service.hpp"
+
+namespace rlock {
+namespace {
+
+using detail::clock;
+
+// Leases beyond this are refused: PEXPIRE with an absolute time past the 64-bit ms range fails
+// server-side with an obscure error; a century is longer than any sensible lease.
+constexpr std::chrono::milliseconds max_lease = std::chrono::hours(24 * 365 * 100);
+
+clock::time_point deadline_after(std::chrono::milliseconds wait) {
+  const auto now = clock::now();
+  if (wait.count() <= 0) return now;
+  if (wait >= std::chrono::duration_cast<std::chrono::milliseconds>(clock::time_point::max() - now)) {
+    return clock::time_point::max();
+  }
+  return now + wait;
+}
+
+struct acquire_result {
+  std::error_code ec;
+  bool acquired = false;
+};
+
+}  // namespace
+
+std::uint64_t this_thread_owner_id() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  thread_local const std::uint64_t id = next.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name)
+    : svc_(std::move(svc)), name_(std::move(name)) {
+  if (name_.empty()) {
+    throw error(make_error_code(errc::invalid_argument), "lock name must not be empty");
+  }
+  key_ = svc_->engine()->map_name(name_);
+  if (key_.empty()) {
+    throw error(make_error_code(errc::invalid_argument), "name_mapper mapped a lock name to ''");
+  }
+}
+
+asio::io_context::executor_type reentrant_lock::executor() const {
+  return svc_->engine()->io().get_executor();
+}
+
+void reentrant_lock::check_blocking_allowed() const {
+  if (svc_->engine()->on_io_thread()) {
+    throw error(make_error_code(errc::invalid_argument),
+                "blocking lock call from one of the client's I/O threads would deadlock; use the "
+                "async_ form");
+  }
+}
+
+// ---- async starts ----
+
+void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb) {
+  if (o.lease && (*o.lease > max_lease)) {
+    asio::post(executor(), [cb = std::move(cb)] { cb(make_error_code(errc::invalid_argument), false); });
+    return;
+  }
+  detail::acquire_request r;
+  r.raw_name = key_;
+  r.owner_id = owner;
+  if (o.lease && o.lease->count() > 0) r.lease = *o.lease;
+  if (o.wait) {
+    r.deadline = deadline_after(*o.wait);
+    r.single_attempt = o.wait->count() <= 0;
+  }
+  r.stop = std::move(o.stop);
+  svc_->acquire(std::move(r), std::move(cb));
+}
+
+void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb) {
+  svc_->unlock(key_, owner, std::move(cb));
+}
+
+void reentrant_lock::start_force_unlock(callback<bool> cb) {
+  svc_->force_unlock(key_, std::move(cb));
+}
+
+void reentrant_lock::start_is_locked(callback<bool> cb) {
+  const std::string_view args[] = {"EXISTS", key_};
+  detail::exec_options o;
+  o.idempotent = true;
+  o.route_key = key_;
+  svc_->engine()->exec(args, o, [cb = std::move(cb)](detail::exec_result r) {
+    cb(r.ec, !r.ec && r.value.integer() == 1);
+  });
+}
+
+void reentrant_lock::start_hold_count(std::uint64_t owner, callback<long long> cb) {
+  const std::string field = svc_->owner_field(owner);
+  const std::string_view args[] = {"HGET", key_, field};
+  detail::exec_options o;
+  o.idempotent = true;
+  o.route_key = key_;
+  svc_->engine()->exec(args, o, [cb = std::move(cb)](detail::exec_result r) {
+    long long n = 0;
+    if (!r.ec && r.value.is_string()) n = std::stoll(std::string(r.value.str()));
+    cb(r.ec, n);
+  });
+}
+
+void reentrant_lock::start_ttl(callback<milliseconds> cb) {
+  const std::string_view args[] = {"PTTL", key_};
+  detail::exec_options o;
+  o.idempotent = true;
+  o.route_key = key_;
+  svc_->engine()->exec(args, o, [cb = std::move(cb)](detail::exec_result r) {
+    cb(r.ec, milliseconds(r.value.integer()));
+  });
+}
+
+// ---- blocking ----
+
+bool reentrant_lock::acquire(const acquire_options& opts) {
+  check_blocking_allowed();
+  detail::blocking_result<acquire_result> w;
+  start_acquire(this_thread_owner_id(), opts,
+                [&w](std::error_code ec, bool ok) { w.set({ec, ok}); });
+  auto r = w.take();
+  if (r.ec) throw error(r.ec, "lock '" + name_ + "': " + r.ec.message());
+  return r.acquired;
+}
+
+void reentrant_lock::lock() { acquire({}); }
+
+void reentrant_lock::lock(milliseconds lease) {
+  acquire_options o;
+  o.lease = lease;
+  acquire(o);
+}
+
+void reentrant_lock::lock(std::stop_token stop) {
+  acquire_options o;
+  o.stop = std::move(stop);
+  acquire(o);
+}
+
+void reentrant_lock::lock(milliseconds lease, std::stop_token stop) {
+  acquire_options o;
+  o.lease = lease;
+  o.stop = std::move(stop);
+  acquire(o);
+}
+
+bool reentrant_lock::try_lock() {
+  acquire_options o;
+  o.wait = milliseconds(0);
+  return acquire(o);
+}
+
+bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
+  acquire_options o;
+  o.wait = wait;
+  if (lease.count() > 0) o.lease = lease;
+  return acquire(o);
+}
+
+void reentrant_lock::unlock() {
+  check_blocking_allowed();
+  detail::blocking_result<std::error_code> w;
+  start_unlock(this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); });
+  const auto ec = w.take();
+  if (ec == errc::not_owner) {
+    throw error(ec, "attempt to unlock lock '" + name_ + "', not locked by current thread (owner " +
+                        svc_->owner_field(this_thread_owner_id()) + ")");
+  }
+  throw_if(ec, "unlock '" + name_ + "': " + ec.message());
+}
+
+bool reentrant_lock::force_unlock() {
+  check_blocking_allowed();
+  detail::blocking_result<acquire_result> w;
+  start_force_unlock([&w](std::error_code ec, bool existed) { w.set({ec, existed}); });
+  auto r = w.take();
+  throw_if(r.ec, "force_unlock '" + name_ + "': " + r.ec.message());
+  return r.acquired;
+}
+
+bool reentrant_lock::is_locked() {
+  check_blocking_allowed();
+  detail::blocking_result<acquire_result> w;
+  start_is_locked([&w](std::error_code ec, bool v) { w.set({ec, v}); });
+  auto r = w.take();
+  throw_if(r.ec, "is_locked '" + name_ + "': " + r.ec.message());
+  return r.acquired;
+}
+
+bool reentrant_lock::is_held_by_current_thread() { return hold_count() > 0; }
+
+bool reentrant_lock::is_held_by_thread(std::uint64_t owner_id) {
+  check_blocking_allowed();
+  detail::blocking_result<std::pair<std::error_code, long long>> w;
+  start_hold_count(owner_id, [&w](std::error_code ec, long long n) { w.set({ec, n}); });
+  auto [ec, n] = w.take();
+  throw_if(ec, "is_held_by_thread '" + name_ + "': " + ec.message());
+  return n > 0;
+}
+
+long long reentrant_lock::hold_count() {
+  check_blocking_allowed();
+  detail::blocking_result<std::pair<std::error_code, long long>> w;
+  start_hold_count(this_thread_owner_id(),
+                   [&w](std::error_code ec, long long n) { w.set({ec, n}); });
+  auto [ec, n] = w.take();
+  throw_if(ec, "hold_count '" + name_ + "': " + ec.message());
+  return n;
+}
+
+std::chrono::milliseconds reentrant_lock::remain_time_to_live() {
+  check_blocking_allowed();
+  detail::blocking_result<std::pair<std::error_code, milliseconds>> w;
+  start_ttl([&w](std::error_code ec, milliseconds v) { w.set({ec, v}); });
+  auto [ec, v] = w.take();
+  throw_if(ec, "remain_time_to_live '" + name_ + "': " + ec.message());
+  return v;
+}
+
+std::stop_token reentrant_lock::loss_token() const { return loss_token(this_thread_owner_id()); }
+std::stop_token reentrant_lock::loss_token(std::uint64_t owner_id) const {
+  return svc_->loss_token(key_, owner_id);
+}
+reentrant_lock::clock::time_point reentrant_lock::valid_until() const {
+  return valid_until(this_thread_owner_id());
+}
+reentrant_lock::clock::time_point reentrant_lock::valid_until(std::uint64_t owner_id) const {
+  return svc_->valid_until(key_, owner_id);
+}
+
+}  // namespace rlock
