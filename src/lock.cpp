@@ -72,8 +72,9 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   r.owner_id = owner;
   if (o.lease && o.lease->count() > 0) r.lease = *o.lease;
   if (o.wait) {
-    r.deadline = deadline_after(*o.wait);
     r.single_attempt = o.wait->count() <= 0;
+    // A single attempt has no wait budget: its one script is bounded by the request timeout.
+    if (!r.single_attempt) r.deadline = deadline_after(*o.wait);
   }
   r.stop = std::move(o.stop);
   svc_->acquire(std::move(r), std::move(cb));

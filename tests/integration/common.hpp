@@ -27,4 +27,9 @@ inline long long ms_since(steady::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0).count();
 }
 
+/// Subscribers of a channel, as the server counts them (PUBSUB NUMSUB).
+inline long long numsub_of(const redis_server& server, const std::string& channel) {
+  return server.cli_reply({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer;
+}
+
 }  // namespace rlock::test

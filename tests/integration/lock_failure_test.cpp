@@ -1,0 +1,162 @@
+// rlock::lock under failures: a crashed holder, killed subscriptions, a paused server, stop
+// requests, and bad input.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "common.hpp"
+#include "support/process.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+TEST(lock_failure, kill_9_of_holder_frees_the_lock_within_the_watchdog_timeout) {
+  redis_server server;
+  child_process holder(RLOCK_LOCK_WORKER,
+                       std::vector<std::string>{"hold", server.url(), "crash", "1000"});
+  ASSERT_TRUE(wait_until([&] { return holder.output().find("held") != std::string::npos; }, 10s))
+      << holder.output();
+  client c(config_for(server));
+  auto l = c.get_lock("crash");
+  EXPECT_FALSE(l.try_lock());
+  const auto t0 = steady::now();
+  holder.kill(SIGKILL);
+  ASSERT_TRUE(l.try_lock(5s));
+  // The lease is 1000 ms from the last renewal (every 333 ms): freed within ~1 s plus margin.
+  EXPECT_LT(ms_since(t0), 1000 + 300);
+  l.unlock();
+}
+
+TEST(lock_failure, client_kill_pubsub_mid_wait_does_not_hang) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  auto la = a.get_lock("pk");
+  la.lock();
+  auto lb = b.get_lock("pk");
+  auto waiter = std::async(std::launch::async, [&] {
+    const bool ok = lb.try_lock(10s);
+    if (ok) lb.unlock();
+    return ok;
+  });
+  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{pk}") == 1; }, 3s));
+  server.cli({"CLIENT", "KILL", "TYPE", "pubsub"});
+  // Resubscribed, then the unlock message wakes the waiter.
+  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{pk}") == 1; }, 5s));
+  const auto t0 = steady::now();
+  la.unlock();
+  EXPECT_TRUE(waiter.get());
+  EXPECT_LT(ms_since(t0), 1000);
+}
+
+TEST(lock_failure, paused_server_mid_wait_returns_within_the_budget) {
+  redis_server server;
+  client a(config_for(server));
+  config cfg = config_for(server);
+  cfg.timeout = 300ms;
+  client b(cfg);
+  a.get_lock("ps").lock();
+  auto lb = b.get_lock("ps");
+  auto waiter = std::async(std::launch::async, [&] {
+    const auto t0 = steady::now();
+    bool ok = false;
+    std::error_code ec;
+    try {
+      ok = lb.try_lock(1500ms);
+    } catch (const error& e) {
+      ec = e.code();
+    }
+    return std::tuple{ok, ec, ms_since(t0)};
+  });
+  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{ps}") == 1; }, 3s));
+  server.pause();
+  auto [ok, ec, took] = waiter.get();
+  server.resume();
+  EXPECT_FALSE(ok);
+  EXPECT_LT(took, 1500 + 400) << "the wait budget bounds every step; ec=" << ec.message();
+}
+
+TEST(lock_failure, stop_request_ends_the_wait_and_leaves_nothing_held) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  a.get_lock("st").lock();
+  auto lb = b.get_lock("st");
+  std::stop_source stop;
+  auto waiter = std::async(std::launch::async, [&] {
+    try {
+      lb.lock(stop.get_token());
+      return std::error_code{};
+    } catch (const error& e) {
+      return e.code();
+    }
+  });
+  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{st}") == 1; }, 3s));
+  const auto t0 = steady::now();
+  stop.request_stop();
+  EXPECT_EQ(waiter.get(), errc::stopped);
+  EXPECT_LT(ms_since(t0), 500);
+  auto fields = server.cli_reply({"HGETALL", "st"});
+  EXPECT_EQ(fields.elements.size(), 2u) << "only the holder's field";
+}
+
+TEST(lock_failure, wrong_type_key_gives_a_clear_error_and_is_not_touched) {
+  redis_server server;
+  server.cli({"SET", "str", "v"});
+  server.cli({"RPUSH", "list", "a"});
+  client c(config_for(server));
+  for (const char* name : {"str", "list"}) {
+    try {
+      c.get_lock(name).try_lock();
+      FAIL() << name;
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::wrong_type) << e.what();
+    }
+  }
+  EXPECT_EQ(server.cli({"GET", "str"}), "v");
+  EXPECT_EQ(server.cli({"LRANGE", "list", "0", "-1"}), "a");
+}
+
+TEST(lock_failure, bad_names_and_durations) {
+  redis_server server;
+  client c(config_for(server));
+  EXPECT_THROW(c.get_lock(""), error);
+  // Binary and 1 MiB names are valid keys.
+  auto bin = c.get_lock(std::string("a\0b\r\n", 5));
+  ASSERT_TRUE(bin.try_lock());
+  bin.unlock();
+  auto huge = c.get_lock(std::string(1 << 20, 'x'));
+  ASSERT_TRUE(huge.try_lock());
+  huge.unlock();
+  auto l = c.get_lock("dur");
+  EXPECT_TRUE(l.try_lock(-5s));  // negative wait == one attempt
+  l.unlock();
+  EXPECT_TRUE(l.try_lock(std::chrono::milliseconds::max()));  // enormous wait: no overflow
+  l.unlock();
+  try {
+    l.lock(std::chrono::hours(24 * 365 * 1000));
+    FAIL() << "an enormous lease must be refused";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+  }
+  l.lock(0ms);  // zero lease: the watchdog lease, as Redisson's -1
+  EXPECT_GT(server.cli_reply({"PTTL", "dur"}).integer, 20000);
+  l.unlock();
+}
+
+TEST(lock_failure, unlock_from_a_thread_that_never_locked) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("nt");
+  l.lock();
+  std::async(std::launch::async, [&] {
+    EXPECT_THROW(l.unlock(), error);
+  }).get();
+  EXPECT_EQ(l.hold_count(), 1);
+  l.unlock();
+}
+
+}  // namespace
+}  // namespace rlock::test

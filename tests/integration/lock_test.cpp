@@ -1,0 +1,246 @@
+// rlock::lock behaviour against a real server: exclusion, reentrancy, leases, watchdog, loss.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "common.hpp"
+#include "detail/lock_service.hpp"
+#include "support/process.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+TEST(lock, mutual_exclusion_across_four_processes_of_four_threads) {
+  redis_server server;
+  std::vector<child_process> workers;
+  for (int p = 0; p < 4; ++p) {
+    // 4 processes x 4 threads x 125 = 2000 acquisitions
+    workers.emplace_back(RLOCK_LOCK_WORKER,
+                         std::vector<std::string>{"count", server.url(), "mx", "4", "125"});
+  }
+  for (auto& w : workers) {
+    auto status = w.wait_for(120s);
+    ASSERT_TRUE(status.has_value()) << "worker did not finish";
+    EXPECT_EQ(*status, 0) << w.output();
+    EXPECT_NE(w.output().find("acquisitions=500 overlaps=0"), std::string::npos) << w.output();
+  }
+  EXPECT_EQ(server.cli({"GET", "mx:counter"}), "2000");  // no lost update
+  EXPECT_EQ(server.cli({"EXISTS", "mx"}), "0");          // released
+}
+
+TEST(lock, reentrant_hold_count_and_ttl_reset) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("re");
+  l.lock(10s);
+  l.lock(20s);
+  l.lock();
+  EXPECT_EQ(l.hold_count(), 3);
+  // Re-entry resets the TTL to the new acquire's lease (the watchdog's 30 s here).
+  EXPECT_GT(server.cli_reply({"PTTL", "re"}).integer, 20000);
+  l.unlock();
+  EXPECT_EQ(server.cli({"EXISTS", "re"}), "1");
+  l.unlock();
+  EXPECT_EQ(server.cli({"EXISTS", "re"}), "1");
+  EXPECT_EQ(l.hold_count(), 1);
+  l.unlock();
+  EXPECT_EQ(server.cli({"EXISTS", "re"}), "0");
+  EXPECT_FALSE(l.is_locked());
+}
+
+TEST(lock, lease_expires_and_is_not_renewed) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  a.get_lock("lease").lock(300ms);
+  const auto t0 = steady::now();
+  auto lb = b.get_lock("lease");
+  ASSERT_TRUE(lb.try_lock(5s));  // woken by the TTL, not by a message
+  const auto waited = ms_since(t0);
+  EXPECT_GE(waited, 250);
+  EXPECT_LT(waited, 1500);
+  lb.unlock();
+}
+
+TEST(lock, watchdog_keeps_the_lock_alive_then_stops_after_unlock) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 600ms;  // renewed every 200 ms
+  client c(cfg);
+  auto l = c.get_lock("wd");
+  l.lock();
+  // Held for 5x the watchdog timeout: the key must never expire meanwhile. Another client's
+  // try_lock(3 s) must fail, which it only does if every renewal landed.
+  client other(config_for(server));
+  EXPECT_FALSE(other.get_lock("wd").try_lock(3000ms));
+  EXPECT_EQ(server.cli({"EXISTS", "wd"}), "1");
+  EXPECT_GT(l.valid_until(), steady::now());
+  l.unlock();
+  // After unlock no renewal is ever sent: the key does not come back and EVALSHA calls stop.
+  auto evals = [&] {
+    auto info = server.cli({"INFO", "commandstats"});
+    auto pos = info.find("cmdstat_evalsha:calls=");
+    return pos == std::string::npos ? 0L : std::stol(info.substr(pos + 22));
+  };
+  const long before = evals();
+  std::this_thread::sleep_for(1000ms);  // five renewal periods: observing an absence
+  EXPECT_EQ(evals(), before);
+  EXPECT_EQ(server.cli({"EXISTS", "wd"}), "0");
+}
+
+TEST(lock, loss_signal_fires_within_one_renewal_period_and_unlock_reports_not_owner) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 900ms;  // period 300 ms
+  client c(cfg);
+  auto l = c.get_lock("lost");
+  l.lock();
+  std::stop_token lost = l.loss_token();
+  ASSERT_FALSE(lost.stop_requested());
+  std::promise<steady::time_point> fired;
+  std::stop_callback on_loss(lost, [&] { fired.set_value(steady::now()); });
+  const auto t0 = steady::now();
+  EXPECT_EQ(server.cli({"DEL", "lost"}), "1");
+  auto f = fired.get_future();
+  ASSERT_EQ(f.wait_for(2s), std::future_status::ready);
+  EXPECT_LE(std::chrono::duration_cast<std::chrono::milliseconds>(f.get() - t0).count(), 300 + 150);
+  try {
+    l.unlock();
+    FAIL() << "unlock of a lost lock must report not_owner";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::not_owner);
+  }
+}
+
+TEST(lock, lease_loss_is_signalled_when_the_lease_runs_out) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("lease-loss");
+  l.lock(200ms);
+  std::promise<void> fired;
+  std::stop_callback cb(l.loss_token(), [&] { fired.set_value(); });
+  EXPECT_EQ(fired.get_future().wait_for(2s), std::future_status::ready);
+}
+
+TEST(lock, try_lock_with_wait_times_out_or_wins_promptly) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  auto la = a.get_lock("tw");
+  la.lock();
+  auto lb = b.get_lock("tw");
+  auto t0 = steady::now();
+  EXPECT_FALSE(lb.try_lock(400ms));
+  auto took = ms_since(t0);
+  EXPECT_GE(took, 390);
+  EXPECT_LT(took, 400 + 200);
+
+  // Freed mid-wait: acquired promptly (pub/sub), far sooner than the 30 s TTL.
+  auto waiter = std::async(std::launch::async, [&] {
+    const auto w0 = steady::now();
+    const bool ok = lb.try_lock(10s);
+    const auto ms = ms_since(w0);
+    if (ok) lb.unlock();
+    return std::pair{ok, ms};
+  });
+  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{tw}") == 1; }, 3s));
+  t0 = steady::now();
+  la.unlock();
+  auto [ok, ms] = waiter.get();
+  EXPECT_TRUE(ok);
+  EXPECT_LT(ms_since(t0), 500);
+  (void)ms;
+}
+
+TEST(lock, non_owner_unlock_leaves_the_key_and_force_unlock_wakes_waiters) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  auto la = a.get_lock("fu");
+  la.lock();
+  const auto before = server.cli_reply({"HGETALL", "fu"});
+  auto lb = b.get_lock("fu");
+  try {
+    lb.unlock();
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::not_owner);
+  }
+  EXPECT_EQ(server.cli_reply({"HGETALL", "fu"}), before);  // untouched
+
+  client w(config_for(server));
+  auto lw = w.get_lock("fu");
+  auto waiter = std::async(std::launch::async, [&] {
+    const bool ok = lw.try_lock(20s);
+    if (ok) lw.unlock();
+    return ok;
+  });
+  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{fu}") >= 1; }, 3s));
+  const auto t0 = steady::now();
+  EXPECT_TRUE(lb.force_unlock());
+  EXPECT_TRUE(waiter.get());
+  EXPECT_LT(ms_since(t0), 1000) << "woken by the message, not by the 30 s TTL";
+  EXPECT_FALSE(lb.force_unlock());
+}
+
+TEST(lock, works_with_std_lock_wrappers) {
+  redis_server server;
+  client c(config_for(server));
+  auto a = c.get_lock("std-a");
+  auto b = c.get_lock("std-b");
+  {
+    std::unique_lock ul(a, std::defer_lock);
+    EXPECT_TRUE(ul.try_lock_for(100ms));
+    EXPECT_EQ(server.cli({"EXISTS", "std-a"}), "1");
+  }
+  EXPECT_EQ(server.cli({"EXISTS", "std-a"}), "0");
+  {
+    std::scoped_lock both(a, b);
+    EXPECT_EQ(server.cli({"EXISTS", "std-a"}), "1");
+    EXPECT_EQ(server.cli({"EXISTS", "std-b"}), "1");
+  }
+  EXPECT_EQ(server.cli({"EXISTS", "std-b"}), "0");
+}
+
+TEST(lock, futures_and_coroutines_with_explicit_owner) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("async");
+  EXPECT_TRUE(l.async_try_lock(77, asio::use_future).get());
+  EXPECT_EQ(l.async_hold_count(77, asio::use_future).get(), 1);
+  EXPECT_FALSE(l.async_try_lock(78, asio::use_future).get());
+  l.async_unlock(77, asio::use_future).get();
+
+  asio::io_context io;
+  bool done = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await l.async_lock(5, asio::use_awaitable);  // owned by id 5, whatever the thread
+        const bool held = co_await l.async_is_locked(asio::use_awaitable);
+        EXPECT_TRUE(held);
+        co_await l.async_unlock(5, asio::use_awaitable);
+        done = true;
+      },
+      asio::detached);
+  io.run();
+  EXPECT_TRUE(done);
+  EXPECT_FALSE(l.is_locked());
+}
+
+TEST(lock, with_lock_releases_also_when_the_function_throws) {
+  redis_server server;
+  client c(config_for(server));
+  EXPECT_EQ(c.with_lock("wl", {}, [&] { return server.cli({"EXISTS", "wl"}); }), "1");
+  EXPECT_EQ(server.cli({"EXISTS", "wl"}), "0");
+  EXPECT_THROW(c.with_lock("wl", {}, [] { throw std::runtime_error("boom"); }), std::runtime_error);
+  EXPECT_EQ(server.cli({"EXISTS", "wl"}), "0");
+  // The loss token is handed to functions that take one.
+  c.with_lock("wl", {}, [](std::stop_token lost) { EXPECT_FALSE(lost.stop_requested()); });
+}
+
+}  // namespace
+}  // namespace rlock::test
