@@ -31,11 +31,11 @@ std::string random_request_id() {
 
 struct lock_service::op : std::enable_shared_from_this<op> {
   op(asio::io_context& io, acquire_request r, acquire_fsm::params p)
-      : req(std::move(r)), fsm(p), strand(asio::make_strand(io)), timer(strand) {}
+      : req(std::move(r)), fsm(p), timer(io) {}
 
   acquire_request req;
+  std::mutex mu;  // guards fsm, timer and the fields below after start
   acquire_fsm fsm;
-  asio::strand<asio::io_context::executor_type> strand;
   asio::steady_timer timer;
   acquire_callback done;
   std::string owner;
@@ -73,12 +73,11 @@ void lock_service::shutdown() {
   }
   watchdog_->stop();
   for (auto& o : waiting) {
-    asio::dispatch(o->strand, [self = shared_from_this(), o] {
-      if (o->finished) return;
+    step(o, [](acquire_fsm&) {
       acquire_fsm::action a;
       a.kind = acquire_fsm::action_kind::done;
       a.ec = make_error_code(errc::shutdown);
-      self->finish(o, a);
+      return a;
     });
   }
 }
@@ -128,44 +127,53 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
   if (o->req.stop.stop_possible()) {
     std::weak_ptr<op> weak = o;
     std::weak_ptr<lock_service> svc = weak_from_this();
+    // Runs inline if a stop was already requested; the op is not started yet then, and the
+    // first step finds it finished.
     o->stop_cb = std::make_unique<std::stop_callback<std::function<void()>>>(
         o->req.stop, std::function<void()>([weak, svc] {
           auto op_ptr = weak.lock();
           auto s = svc.lock();
           if (!op_ptr || !s) return;
-          asio::dispatch(op_ptr->strand, [s, op_ptr] {
-            s->apply(op_ptr, op_ptr->fsm.on_stop(clock::now()));
+          // Not inline: request_stop() may run on a thread that holds locks of its own.
+          asio::post(s->core_->io(), [s, op_ptr] {
+            s->step(op_ptr, [](acquire_fsm& f) { return f.on_stop(clock::now()); });
           });
         }));
   }
-  asio::dispatch(o->strand, [self = shared_from_this(), o, head, subscribed] {
-    if (o->finished) return;
-    self->apply(o, o->fsm.start(clock::now(), head, subscribed));
-  });
+  step(o, [head, subscribed](acquire_fsm& f) { return f.start(clock::now(), head, subscribed); });
 }
 
-void lock_service::apply(const std::shared_ptr<op>& o, acquire_fsm::action a) {
-  // Runs on o->strand.
+template <class Event>
+void lock_service::step(const std::shared_ptr<op>& o, Event&& ev) {
+  std::unique_lock lk(o->mu);
   if (o->finished) return;
+  run(o, ev(o->fsm), lk);
+}
+
+void lock_service::run(const std::shared_ptr<op>& o, acquire_fsm::action a,
+                       std::unique_lock<std::mutex>& lk) {
   switch (a.kind) {
     case acquire_fsm::action_kind::none: return;
-    case acquire_fsm::action_kind::send_acquire: send_acquire(o); return;
-    case acquire_fsm::action_kind::subscribe: ensure_subscribed(o, a.until); return;
+    case acquire_fsm::action_kind::send_acquire: send_acquire(o, lk); return;
+    case acquire_fsm::action_kind::subscribe:
+      lk.unlock();
+      ensure_subscribed(o, a.until);
+      return;
     case acquire_fsm::action_kind::wait:
       o->timer.cancel();
       if (a.until != clock::time_point::max()) {
         o->timer.expires_at(a.until);
         o->timer.async_wait([self = shared_from_this(), o](std::error_code ec) {
           if (ec) return;
-          self->apply(o, o->fsm.on_timer(clock::now()));
+          self->step(o, [](acquire_fsm& f) { return f.on_timer(clock::now()); });
         });
       }
       return;
-    case acquire_fsm::action_kind::done: finish(o, a); return;
+    case acquire_fsm::action_kind::done: finish(o, a, lk); return;
   }
 }
 
-void lock_service::send_acquire(const std::shared_ptr<op>& o) {
+void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<std::mutex>& lk) {
   if (o->prior_count == 0 && o->watchdog_id == 0) {
     // Registered before the acquire is sent; activated only if it succeeds.
     std::weak_ptr<lock_service> svc = weak_from_this();
@@ -188,21 +196,23 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o) {
   // Safe to resend: ARGV[3] makes a repeated acquire recognise that it was already applied.
   opts.idempotent = true;
   o->sent_at = clock::now();
+  lk.unlock();
   core_->eval(lock_acquire_script(), keys, args, opts,
               [self = shared_from_this(), o](exec_result res) {
-                asio::dispatch(o->strand, [self, o, res = std::move(res)]() mutable {
-                  acquire_fsm::reply r;
-                  o->last_written = res.written;
-                  if (res.ec) {
-                    r.ec = res.ec;
-                  } else if (res.value.is_nil()) {
-                    r.acquired = true;
-                  } else if (res.value.is_integer()) {
-                    r.ttl_ms = res.value.integer();
-                  } else {
-                    r.ec = make_error_code(errc::script_error);
-                  }
-                  self->apply(o, o->fsm.on_reply(clock::now(), r));
+                acquire_fsm::reply r;
+                if (res.ec) {
+                  r.ec = res.ec;
+                } else if (res.value.is_nil()) {
+                  r.acquired = true;
+                } else if (res.value.is_integer()) {
+                  r.ttl_ms = res.value.integer();
+                } else {
+                  r.ec = make_error_code(errc::script_error);
+                }
+                const bool written = res.written;
+                self->step(o, [o, r, written](acquire_fsm& f) {
+                  o->last_written = written;
+                  return f.on_reply(clock::now(), r);
                 });
               });
 }
@@ -223,17 +233,21 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
     }
   }
   if (ready) {
-    apply(o, o->fsm.on_subscribed(clock::now(), {}));
+    step(o, [](acquire_fsm& f) { return f.on_subscribed(clock::now(), {}); });
     return;
   }
   if (!start) {
     // Another waiter's subscribe is in flight; this one is told when it completes. Its own
     // deadline still bounds it through a timer.
+    std::lock_guard lk(o->mu);
+    if (o->finished) return;
     o->timer.cancel();
     o->timer.expires_at(until);
     o->timer.async_wait([self = shared_from_this(), o](std::error_code ec) {
       if (ec) return;
-      self->apply(o, o->fsm.on_subscribed(clock::now(), make_error_code(errc::subscription_timeout)));
+      self->step(o, [](acquire_fsm& f) {
+        return f.on_subscribed(clock::now(), make_error_code(errc::subscription_timeout));
+      });
     });
     return;
   }
@@ -267,9 +281,7 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
           self->maybe_linger_locked(name, e);
         }
         for (auto& w : told) {
-          asio::dispatch(w->strand, [self, w, ec] {
-            self->apply(w, w->fsm.on_subscribed(clock::now(), ec));
-          });
+          self->step(w, [ec](acquire_fsm& f) { return f.on_subscribed(clock::now(), ec); });
         }
       });
 }
@@ -283,21 +295,21 @@ void lock_service::on_message(const std::string& raw_name) {
     head = it->second.queue.front();
   }
   // Only the head of the local queue is woken: at most one acquire per process per message.
-  asio::dispatch(head->strand, [self = shared_from_this(), head] {
-    self->apply(head, head->fsm.on_wake(clock::now()));
-  });
+  step(head, [](acquire_fsm& f) { return f.on_wake(clock::now()); });
 }
 
-void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a) {
+void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a,
+                          std::unique_lock<std::mutex>& lk) {
   o->finished = true;
   o->timer.cancel();
+  lk.unlock();
   const bool keep = a.acquired && !a.release;
   if (a.release && (a.acquired || o->last_written)) release_abandoned(o);
   std::shared_ptr<op> next;
   std::optional<clock::time_point> held_until;
   bool next_subscribed = false;
   {
-    std::lock_guard lk(mu_);
+    std::lock_guard svc_lk(mu_);
     entry& e = entries_[o->req.raw_name];
     if (keep) {
       hold& h = e.holds[o->req.owner_id];
@@ -320,12 +332,11 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   }
   if (keep) watchdog_->activate(o->watchdog_id, o->sent_at);
   if (next) {
-    asio::dispatch(next->strand, [self = shared_from_this(), next, held_until, next_subscribed] {
-      self->apply(next, next->fsm.on_turn(clock::now(), held_until, next_subscribed));
+    step(next, [held_until, next_subscribed](acquire_fsm& f) {
+      return f.on_turn(clock::now(), held_until, next_subscribed);
     });
   }
   auto done = std::move(o->done);
-  o->stop_cb.reset();
   if (done) done(keep ? std::error_code{} : a.ec, keep);
 }
 

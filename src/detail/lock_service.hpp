@@ -71,11 +71,17 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     std::map<std::uint64_t, hold> holds;  // by owner id
   };
 
-  void apply(const std::shared_ptr<op>& o, acquire_fsm::action a);
-  void send_acquire(const std::shared_ptr<op>& o);
+  /// Feeds one event to an op's state machine and carries out the resulting action. Runs on
+  /// whichever thread delivers the event (the caller's for the first attempt, so a blocking
+  /// acquire pays no extra thread hand-off); o->mu serialises the events of one op.
+  template <class Event>
+  void step(const std::shared_ptr<op>& o, Event&& ev);
+  void run(const std::shared_ptr<op>& o, acquire_fsm::action a, std::unique_lock<std::mutex>& lk);
+  void send_acquire(const std::shared_ptr<op>& o, std::unique_lock<std::mutex>& lk);
   void ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until);
   void on_message(const std::string& raw_name);
-  void finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a);
+  void finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a,
+              std::unique_lock<std::mutex>& lk);
   void release_abandoned(const std::shared_ptr<op>& o);
   void maybe_linger_locked(const std::string& raw_name, entry& e);
   void on_lost(const std::string& raw_name, std::uint64_t owner_id, std::uint64_t wd_id);

@@ -37,7 +37,9 @@ void watchdog::activate(std::uint64_t id, clock::time_point sent_at) {
   h.active = true;
   h.valid_until = sent_at + h.lease;
   if (h.renew) schedule_round_locked(sent_at + timeout_ / 3);
-  arm_expiry_locked();
+  // The expiry timer only ever needs to move earlier; a firing that finds nothing expired
+  // re-arms itself at the then-earliest deadline. This keeps activation O(1).
+  if (h.valid_until < expiry_at_) arm_at_locked(h.valid_until);
 }
 
 void watchdog::remove(std::uint64_t id) {
@@ -179,7 +181,6 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
       // Retry soon rather than a whole period later; expiry is checked by its own timer.
       schedule_round_locked(clock::now() + std::min<clock::duration>(timeout_ / 10, 1s));
     }
-    arm_expiry_locked();
   }
   for (auto& cb : lost) {
     if (cb) cb(why);
@@ -192,6 +193,10 @@ void watchdog::arm_expiry_locked() {
     if (h.active) earliest = std::min(earliest, h.valid_until);
   }
   if (earliest == clock::time_point::max() || earliest == expiry_at_) return;
+  arm_at_locked(earliest);
+}
+
+void watchdog::arm_at_locked(clock::time_point earliest) {
   expiry_at_ = earliest;
   asio::post(expiry_timer_.get_executor(), [self = shared_from_this(), earliest] {
     std::lock_guard lk(self->mu_);

@@ -67,6 +67,7 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   void send_batch(std::vector<std::uint64_t> ids);
   void on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_at, exec_result res);
   void arm_expiry_locked();
+  void arm_at_locked(clock::time_point earliest);
   void on_expiry();
 
   std::weak_ptr<core> core_;
