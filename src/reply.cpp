@@ -41,25 +41,64 @@ reply_view reply_view::operator[](std::size_t i) const noexcept {
   return reply_view{r_->element[i]};
 }
 
-std::string reply_view::to_string() const {
-  switch (type()) {
+namespace {
+
+// redis-cli's quoting of bulk strings: printable bytes as they are, the usual escapes, and \xHH
+// for everything else, so that a value with a newline or a quote stays unambiguous.
+std::string quoted(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\a': out += "\\a"; break;
+      case '\b': out += "\\b"; break;
+      default:
+        if (c >= 0x20 && c < 0x7f) {
+          out += static_cast<char>(c);
+        } else {
+          static constexpr char hex[] = "0123456789abcdef";
+          out += "\\x";
+          out += hex[c >> 4];
+          out += hex[c & 0xf];
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+// Nested array elements are indented under their "N) " prefix, as redis-cli does.
+std::string render(const reply_view& r, std::size_t indent) {
+  switch (r.type()) {
     case reply_type::nil: return "(nil)";
-    case reply_type::integer: return "(integer) " + std::to_string(integer());
-    case reply_type::error: return "(error) " + std::string(str());
-    case reply_type::status: return std::string(str());
-    case reply_type::string: return "\"" + std::string(str()) + "\"";
+    case reply_type::integer: return "(integer) " + std::to_string(r.integer());
+    case reply_type::error: return "(error) " + std::string(r.str());
+    case reply_type::status: return std::string(r.str());
+    case reply_type::string: return quoted(r.str());
     case reply_type::array: {
-      if (size() == 0) return "(empty array)";
+      if (r.size() == 0) return "(empty array)";
+      const std::size_t width = std::to_string(r.size()).size();
       std::string out;
-      for (std::size_t i = 0; i < size(); ++i) {
-        if (i != 0) out += '\n';
-        out += std::to_string(i + 1) + ") " + (*this)[i].to_string();
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        std::string label = std::to_string(i + 1);
+        label.insert(0, width - label.size(), ' ');
+        label += ") ";
+        if (i != 0) out += '\n' + std::string(indent, ' ');
+        out += label + render(r[i], indent + label.size());
       }
       return out;
     }
   }
   return {};
 }
+
+}  // namespace
+
+std::string reply_view::to_string() const { return render(*this, 0); }
 
 reply::reply(::redisReply* r) noexcept : reply_view(r) {}
 

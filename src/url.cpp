@@ -57,7 +57,8 @@ bool parse_db(std::string_view s, int& db) {
 
 std::string server_address::to_string() const {
   switch (kind) {
-    case scheme::unix_socket: return "unix://" + path;
+    case scheme::unix_socket:
+      return "unix://" + path + (database != 0 ? "?db=" + std::to_string(database) : "");
     case scheme::redis:
     case scheme::rediss: {
       std::string s = kind == scheme::rediss ? "rediss://" : "redis://";
@@ -75,6 +76,12 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
                                         std::string* why) {
   ec.clear();
   server_address a;
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f) {
+      fail(ec, why, "URL contains a space or control character");
+      return std::nullopt;
+    }
+  }
   std::string_view rest;
   if (url.starts_with("redis://")) {
     rest = url.substr(8);
@@ -107,12 +114,6 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
              : "unsupported scheme '" + std::string(url.substr(0, colon)) +
                    "': expected redis, rediss or unix");
     return std::nullopt;
-  }
-  for (char c : url) {
-    if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f) {
-      fail(ec, why, "URL contains a space or control character");
-      return std::nullopt;
-    }
   }
   // userinfo: everything before the last '@' (passwords may contain '@' only percent-encoded,
   // but tolerate a raw one by splitting at the last).
@@ -207,15 +208,21 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
 }
 
 // The URL with any credentials masked, so that error messages never show a password.
+namespace {
+
+// Masks everything before the last '@' (after the scheme, when there is one), whatever else is
+// malformed, so that a password never reaches a message or a log.
 std::string redact(std::string_view url) {
   std::string s(url);
-  const auto scheme = s.find("://");
   const auto at = s.rfind('@');
-  if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
-    s.replace(scheme + 3, at - scheme - 3, "***");
-  }
+  if (at == std::string::npos) return s;
+  const auto scheme = s.find("://");
+  const std::size_t from = (scheme != std::string::npos && scheme < at) ? scheme + 3 : 0;
+  s.replace(from, at - from, "***");
   return s;
 }
+
+}  // namespace
 
 server_address parse_url(std::string_view url) {
   std::error_code ec;

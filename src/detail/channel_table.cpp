@@ -65,6 +65,9 @@ void channel_table::on_unsubscribed(channel_kind kind, const std::string& channe
   auto it = channels_.find(key);
   if (it == channels_.end()) return;
   entry& e = it->second;
+  // An unsubscribe we did not ask for (the server dropped a confirmed channel): its listeners
+  // are told `resubscribed` once it is confirmed again, so they re-check what they missed.
+  if (e.state == server_state::subscribed && !e.listeners.empty()) e.resync = true;
   e.state = server_state::unsubscribed;
   reconcile(key, e, out);
   if (e.listeners.empty() && e.state == server_state::unsubscribed) channels_.erase(it);

@@ -22,7 +22,10 @@ struct exec_result {
 /// Maps an error reply's text (e.g. "WRONGTYPE Operation against ...") to an rlock code.
 /// `from_script` marks replies of EVAL/EVALSHA, whose generic errors are script errors.
 inline errc classify_server_error(std::string_view text, bool from_script) {
-  auto starts = [&](std::string_view p) { return text.starts_with(p); };
+  // Error codes are the first word: match it whole ("BUSY" is not "BUSYKEY").
+  auto starts = [&](std::string_view p) {
+    return text.starts_with(p) && (text.size() == p.size() || text[p.size()] == ' ');
+  };
   if (starts("WRONGTYPE")) return errc::wrong_type;
   if (starts("OOM")) return errc::out_of_memory;
   if (starts("NOAUTH")) return errc::auth_required;

@@ -32,8 +32,9 @@ class retry_fsm {
     ++attempts_;
     if (!ec) return {};
     if (!is_transient(ec)) return {};
-    const bool outcome_unknown = written && (ec == errc::timeout || ec == errc::connection_lost ||
-                                             ec == errc::protocol_error);
+    // Once written, any transport failure leaves the outcome unknown. Only a reply from the
+    // server itself (LOADING, BUSY: nothing ran) proves the command did not run.
+    const bool outcome_unknown = written && ec != errc::server_busy;
     if (outcome_unknown && !idempotent_) return {};
     if (attempts_ >= max_attempts_) return {};
     if (now + next_delay >= deadline_) return {};

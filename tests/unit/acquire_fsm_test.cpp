@@ -1,0 +1,282 @@
+// acquire_fsm with simulated time: no server, no sleeps.
+#include "detail/acquire_fsm.hpp"
+
+#include <gtest/gtest.h>
+
+#include "rlock/error.hpp"
+
+namespace rlock::detail {
+namespace {
+
+using namespace std::chrono_literals;
+using kind = acquire_fsm::action_kind;
+using tp = acquire_fsm::time_point;
+
+const tp t0 = tp{} + 1000s;  // an arbitrary simulated "now"
+
+acquire_fsm::reply held(long long ttl) {
+  acquire_fsm::reply r;
+  r.ttl_ms = ttl;
+  return r;
+}
+acquire_fsm::reply acquired() {
+  acquire_fsm::reply r;
+  r.acquired = true;
+  return r;
+}
+acquire_fsm::reply failed(errc e) {
+  acquire_fsm::reply r;
+  r.ec = make_error_code(e);
+  return r;
+}
+
+acquire_fsm make(tp deadline = tp::max(), bool single = false) {
+  acquire_fsm::params p;
+  p.deadline = deadline;
+  p.single_attempt = single;
+  p.subscription_timeout = 7500ms;
+  return acquire_fsm(p);
+}
+
+TEST(acquire_fsm, free_lock_is_acquired_with_one_script) {
+  auto f = make();
+  EXPECT_EQ(f.start(t0, true, false).kind, kind::send_acquire);
+  auto a = f.on_reply(t0 + 1ms, acquired());
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_TRUE(a.acquired);
+  EXPECT_FALSE(a.ec);
+  EXPECT_FALSE(a.release);
+  EXPECT_EQ(f.attempts(), 1);
+}
+
+TEST(acquire_fsm, subscribes_before_retrying_then_waits_for_the_ttl) {
+  auto f = make();
+  f.start(t0, true, false);
+  auto a = f.on_reply(t0 + 1ms, held(5000));
+  ASSERT_EQ(a.kind, kind::subscribe);
+  EXPECT_EQ(a.until, t0 + 1ms + 7500ms);  // bounded by subscription_timeout
+  a = f.on_subscribed(t0 + 2ms, {});
+  EXPECT_EQ(a.kind, kind::send_acquire) << "re-try after the subscription is confirmed";
+  a = f.on_reply(t0 + 3ms, held(4990));
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(a.until, t0 + 3ms + 4991ms) << "a lost message costs at most one TTL";
+  a = f.on_wake(t0 + 100ms);
+  EXPECT_EQ(a.kind, kind::send_acquire);
+  a = f.on_reply(t0 + 101ms, acquired());
+  EXPECT_TRUE(a.acquired);
+  EXPECT_EQ(f.attempts(), 3);
+}
+
+TEST(acquire_fsm, already_subscribed_waits_without_a_second_attempt) {
+  auto f = make();
+  f.start(t0, true, true);
+  auto a = f.on_reply(t0 + 1ms, held(1000));
+  EXPECT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(f.attempts(), 1);
+}
+
+TEST(acquire_fsm, ttl_timer_retries_when_the_message_is_lost) {
+  auto f = make();
+  f.start(t0, true, true);
+  auto a = f.on_reply(t0, held(200));
+  ASSERT_EQ(a.kind, kind::wait);
+  a = f.on_timer(a.until);
+  EXPECT_EQ(a.kind, kind::send_acquire);
+}
+
+TEST(acquire_fsm, lock_without_ttl_waits_for_a_message_or_the_deadline) {
+  auto f = make(t0 + 10s);
+  f.start(t0, true, true);
+  auto a = f.on_reply(t0, held(-1));
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(a.until, t0 + 10s);
+}
+
+TEST(acquire_fsm, wake_during_an_attempt_folds_into_one_retry) {
+  auto f = make();
+  f.start(t0, true, true);
+  EXPECT_EQ(f.on_wake(t0 + 1ms).kind, kind::none);
+  EXPECT_EQ(f.on_wake(t0 + 2ms).kind, kind::none);
+  EXPECT_EQ(f.on_wake(t0 + 3ms).kind, kind::none);
+  auto a = f.on_reply(t0 + 4ms, held(1000));
+  EXPECT_EQ(a.kind, kind::send_acquire) << "the wake-up may postdate the failed attempt";
+  a = f.on_reply(t0 + 5ms, held(1000));
+  EXPECT_EQ(a.kind, kind::wait) << "three wake-ups cost one extra script, not three";
+  EXPECT_EQ(f.attempts(), 2);
+}
+
+TEST(acquire_fsm, subscription_confirmed_during_attempt_causes_one_recheck) {
+  auto f = make();
+  f.start(t0, true, false);
+  // A queued neighbour's subscribe completes while our first attempt is in flight.
+  EXPECT_EQ(f.on_subscribed(t0 + 1ms, {}).kind, kind::none);
+  auto a = f.on_reply(t0 + 2ms, held(1000));
+  EXPECT_EQ(a.kind, kind::send_acquire);
+  a = f.on_reply(t0 + 3ms, held(1000));
+  EXPECT_EQ(a.kind, kind::wait);
+}
+
+TEST(acquire_fsm, deadline_bounds_waits_and_no_attempt_starts_after_it) {
+  const tp deadline = t0 + 300ms;
+  auto f = make(deadline);
+  f.start(t0, true, true);
+  auto a = f.on_reply(t0 + 1ms, held(30000));
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(a.until, deadline);
+  a = f.on_timer(deadline);
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_FALSE(a.acquired);
+  EXPECT_FALSE(a.ec) << "timing out is a plain 'not acquired'";
+  EXPECT_EQ(f.attempts(), 1);
+}
+
+TEST(acquire_fsm, wake_after_the_deadline_does_not_send) {
+  const tp deadline = t0 + 300ms;
+  auto f = make(deadline);
+  f.start(t0, true, true);
+  f.on_reply(t0 + 1ms, held(30000));
+  auto a = f.on_wake(deadline + 1ms);
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_FALSE(a.acquired);
+}
+
+TEST(acquire_fsm, reply_arriving_after_the_deadline_ends_it) {
+  const tp deadline = t0 + 300ms;
+  auto f = make(deadline);
+  f.start(t0, true, true);
+  auto a = f.on_reply(deadline + 1ms, held(10));
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_FALSE(a.acquired);
+}
+
+TEST(acquire_fsm, subscribe_is_bounded_by_the_deadline) {
+  auto f = make(t0 + 100ms);
+  f.start(t0, true, false);
+  auto a = f.on_reply(t0 + 1ms, held(30000));
+  ASSERT_EQ(a.kind, kind::subscribe);
+  EXPECT_EQ(a.until, t0 + 100ms);
+}
+
+TEST(acquire_fsm, single_attempt_never_subscribes_or_waits) {
+  auto f = make(tp::max(), true);
+  EXPECT_EQ(f.start(t0, false, false).kind, kind::send_acquire) << "not queued either";
+  auto a = f.on_reply(t0 + 1ms, held(30000));
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_FALSE(a.acquired);
+  EXPECT_FALSE(a.ec);
+}
+
+TEST(acquire_fsm, queued_waiter_sends_nothing_until_its_turn) {
+  auto f = make(t0 + 10s);
+  auto a = f.start(t0, false, true);
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(a.until, t0 + 10s);
+  EXPECT_FALSE(f.is_head());
+  EXPECT_EQ(f.on_wake(t0 + 1ms).kind, kind::none);
+  EXPECT_EQ(f.on_timer(t0 + 2ms).kind, kind::none);
+  EXPECT_EQ(f.attempts(), 0);
+  // The previous head acquired with a 30 s lease: sleep until a message, not a futile script.
+  a = f.on_turn(t0 + 5ms, t0 + 5ms + 30s, true);
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(a.until, t0 + 10s);
+  EXPECT_TRUE(f.is_head());
+  EXPECT_EQ(f.attempts(), 0);
+  EXPECT_EQ(f.on_wake(t0 + 6ms).kind, kind::send_acquire);
+}
+
+TEST(acquire_fsm, turn_without_known_holder_attempts_at_once) {
+  auto f = make();
+  f.start(t0, false, true);
+  EXPECT_EQ(f.on_turn(t0 + 1ms, std::nullopt, true).kind, kind::send_acquire);
+}
+
+TEST(acquire_fsm, turn_when_not_subscribed_attempts_at_once) {
+  auto f = make();
+  f.start(t0, false, false);
+  EXPECT_EQ(f.on_turn(t0 + 1ms, t0 + 30s, false).kind, kind::send_acquire);
+}
+
+TEST(acquire_fsm, queued_waiter_times_out_at_its_deadline) {
+  auto f = make(t0 + 50ms);
+  f.start(t0, false, true);
+  auto a = f.on_timer(t0 + 50ms);
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_FALSE(a.acquired);
+}
+
+TEST(acquire_fsm, stop_while_waiting_ends_with_stopped) {
+  auto f = make();
+  f.start(t0, true, true);
+  f.on_reply(t0, held(1000));
+  auto a = f.on_stop(t0 + 1ms);
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_EQ(a.ec, errc::stopped);
+  EXPECT_FALSE(a.acquired);
+}
+
+TEST(acquire_fsm, stop_during_an_attempt_that_acquires_asks_for_release) {
+  auto f = make();
+  f.start(t0, true, true);
+  EXPECT_EQ(f.on_stop(t0 + 1ms).kind, kind::none) << "wait for the reply in flight";
+  auto a = f.on_reply(t0 + 2ms, acquired());
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_EQ(a.ec, errc::stopped);
+  EXPECT_TRUE(a.release) << "nothing may stay held after a stop";
+}
+
+TEST(acquire_fsm, stop_during_an_attempt_that_fails_sends_nothing_more) {
+  auto f = make();
+  f.start(t0, true, false);
+  f.on_stop(t0 + 1ms);
+  auto a = f.on_reply(t0 + 2ms, held(1000));
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_EQ(a.ec, errc::stopped);
+  EXPECT_FALSE(a.release);
+}
+
+TEST(acquire_fsm, stop_of_a_queued_waiter) {
+  auto f = make();
+  f.start(t0, false, true);
+  auto a = f.on_stop(t0);
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_EQ(a.ec, errc::stopped);
+}
+
+TEST(acquire_fsm, script_error_ends_with_the_error_and_a_defensive_release) {
+  auto f = make();
+  f.start(t0, true, true);
+  auto a = f.on_reply(t0, failed(errc::timeout));
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_EQ(a.ec, errc::timeout);
+  EXPECT_TRUE(a.release) << "a timed-out acquire may have been applied";
+}
+
+TEST(acquire_fsm, wrong_type_is_reported) {
+  auto f = make();
+  f.start(t0, true, false);
+  auto a = f.on_reply(t0, failed(errc::wrong_type));
+  EXPECT_EQ(a.ec, errc::wrong_type);
+}
+
+TEST(acquire_fsm, subscription_failure_is_reported) {
+  auto f = make();
+  f.start(t0, true, false);
+  f.on_reply(t0, held(1000));
+  auto a = f.on_subscribed(t0 + 7500ms, make_error_code(errc::subscription_timeout));
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_EQ(a.ec, errc::subscription_timeout);
+}
+
+TEST(acquire_fsm, events_after_done_are_ignored) {
+  auto f = make();
+  f.start(t0, true, true);
+  f.on_reply(t0, acquired());
+  EXPECT_TRUE(f.finished());
+  EXPECT_EQ(f.on_wake(t0).kind, kind::none);
+  EXPECT_EQ(f.on_timer(t0).kind, kind::none);
+  EXPECT_EQ(f.on_stop(t0).kind, kind::none);
+  EXPECT_EQ(f.on_reply(t0, acquired()).kind, kind::none);
+}
+
+}  // namespace
+}  // namespace rlock::detail
