@@ -14,8 +14,9 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
   return {v.begin(), v.end()};
 }
 
-reply take_or_throw(detail::blocking_result<detail::exec_result>& w) {
-  detail::exec_result r = w.take();
+reply take_or_throw(detail::blocking_result<detail::exec_result>& w,
+                    std::chrono::microseconds spin) {
+  detail::exec_result r = w.take(spin);
   if (r.ec) throw error(r.ec, r.detail.empty() ? r.ec.message() : r.detail);
   return std::move(r.value);
 }
@@ -84,7 +85,7 @@ reply client::execute(std::vector<std::string> args) {
   detail::blocking_result<detail::exec_result> w;
   auto v = views(args);
   core_->exec(v, {}, [&w](detail::exec_result r) { w.set(std::move(r)); });
-  return take_or_throw(w);
+  return take_or_throw(w, core_->cfg().blocking_spin);
 }
 
 reply client::eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args) {
@@ -92,7 +93,7 @@ reply client::eval(const script& s, std::vector<std::string> keys, std::vector<s
   auto k = views(keys);
   auto a = views(args);
   core_->eval(s, k, a, {}, [&w](detail::exec_result r) { w.set(std::move(r)); });
-  return take_or_throw(w);
+  return take_or_throw(w, core_->cfg().blocking_spin);
 }
 
 }  // namespace rlock

@@ -52,6 +52,10 @@ asio::io_context::executor_type reentrant_lock::executor() const {
   return svc_->engine()->io().get_executor();
 }
 
+std::chrono::microseconds reentrant_lock::spin() const {
+  return svc_->engine()->cfg().blocking_spin;
+}
+
 void reentrant_lock::check_blocking_allowed() const {
   if (svc_->engine()->on_io_thread()) {
     throw error(make_error_code(errc::invalid_argument),
@@ -128,7 +132,7 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
   detail::blocking_result<acquire_result> w;
   start_acquire(this_thread_owner_id(), opts,
                 [&w](std::error_code ec, bool ok) { w.set({ec, ok}); });
-  auto r = w.take();
+  auto r = w.take(spin());
   if (r.ec) throw error(r.ec, "lock '" + name_ + "': " + r.ec.message());
   return r.acquired;
 }
@@ -171,7 +175,7 @@ void reentrant_lock::unlock() {
   check_blocking_allowed();
   detail::blocking_result<std::error_code> w;
   start_unlock(this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); });
-  const auto ec = w.take();
+  const auto ec = w.take(spin());
   if (ec == errc::not_owner) {
     throw error(ec, "attempt to unlock lock '" + name_ + "', not locked by current thread (owner " +
                         svc_->owner_field(this_thread_owner_id()) + ")");
@@ -183,7 +187,7 @@ bool reentrant_lock::force_unlock() {
   check_blocking_allowed();
   detail::blocking_result<acquire_result> w;
   start_force_unlock([&w](std::error_code ec, bool existed) { w.set({ec, existed}); });
-  auto r = w.take();
+  auto r = w.take(spin());
   throw_if(r.ec, "force_unlock '" + name_ + "': " + r.ec.message());
   return r.acquired;
 }
@@ -192,7 +196,7 @@ bool reentrant_lock::is_locked() {
   check_blocking_allowed();
   detail::blocking_result<acquire_result> w;
   start_is_locked([&w](std::error_code ec, bool v) { w.set({ec, v}); });
-  auto r = w.take();
+  auto r = w.take(spin());
   throw_if(r.ec, "is_locked '" + name_ + "': " + r.ec.message());
   return r.acquired;
 }
@@ -203,7 +207,7 @@ bool reentrant_lock::is_held_by_thread(std::uint64_t owner_id) {
   check_blocking_allowed();
   detail::blocking_result<std::pair<std::error_code, long long>> w;
   start_hold_count(owner_id, [&w](std::error_code ec, long long n) { w.set({ec, n}); });
-  auto [ec, n] = w.take();
+  auto [ec, n] = w.take(spin());
   throw_if(ec, "is_held_by_thread '" + name_ + "': " + ec.message());
   return n > 0;
 }
@@ -213,7 +217,7 @@ long long reentrant_lock::hold_count() {
   detail::blocking_result<std::pair<std::error_code, long long>> w;
   start_hold_count(this_thread_owner_id(),
                    [&w](std::error_code ec, long long n) { w.set({ec, n}); });
-  auto [ec, n] = w.take();
+  auto [ec, n] = w.take(spin());
   throw_if(ec, "hold_count '" + name_ + "': " + ec.message());
   return n;
 }
@@ -222,7 +226,7 @@ std::chrono::milliseconds reentrant_lock::remain_time_to_live() {
   check_blocking_allowed();
   detail::blocking_result<std::pair<std::error_code, milliseconds>> w;
   start_ttl([&w](std::error_code ec, milliseconds v) { w.set({ec, v}); });
-  auto [ec, v] = w.take();
+  auto [ec, v] = w.take(spin());
   throw_if(ec, "remain_time_to_live '" + name_ + "': " + ec.message());
   return v;
 }

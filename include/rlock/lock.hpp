@@ -241,6 +241,7 @@ class reentrant_lock {
   void start_hold_count(std::uint64_t owner, callback<long long> cb);
   void start_ttl(callback<milliseconds> cb);
   void check_blocking_allowed() const;
+  std::chrono::microseconds spin() const;
 
   std::shared_ptr<detail::lock_service> svc_;
   std::string name_;

@@ -96,6 +96,9 @@ void validate(const config& c) {
   if (c.lock_watchdog_timeout.count() < 3) bad("lock_watchdog_timeout must be at least 3 ms");
   if (c.lock_watchdog_batch_size < 1) bad("lock_watchdog_batch_size must be at least 1");
   if (c.database < 0) bad("database must not be negative");
+  if (c.blocking_spin.count() < 0 || c.blocking_spin > std::chrono::seconds(1)) {
+    bad("blocking_spin must be from 0 to 1 s");
+  }
 }
 
 }  // namespace
