@@ -115,6 +115,52 @@ TEST(lock, loss_signal_fires_within_one_renewal_period_and_unlock_reports_not_ow
   }
 }
 
+TEST(lock, loss_fires_when_renewal_cannot_reach_a_paused_server_before_the_lease_ends) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 900ms;
+  cfg.timeout = 200ms;
+  client c(cfg);
+  auto l = c.get_lock("paused-holder");
+  l.lock();
+  std::promise<steady::time_point> fired;
+  std::stop_callback cb(l.loss_token(), [&] { fired.set_value(steady::now()); });
+  const auto valid_until = l.valid_until();
+  server.pause();
+  auto f = fired.get_future();
+  const bool ok = f.wait_for(3s) == std::future_status::ready;
+  server.resume();
+  ASSERT_TRUE(ok) << "the loss signal must fire at the lease's local deadline";
+  const auto at = f.get();
+  EXPECT_GE(at, valid_until - 5ms);
+  EXPECT_LT(at, valid_until + 300ms);
+}
+
+TEST(lock, watchdog_renews_in_batches_of_at_most_one_hundred_keys) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 1500ms;  // a round every 500 ms
+  client c(cfg);
+  std::vector<rlock::lock> held;
+  for (int i = 0; i < 250; ++i) {
+    held.push_back(c.get_lock("batch:" + std::to_string(i)));
+    held.back().lock();
+  }
+  auto evals = [&] {
+    auto info = server.cli({"INFO", "commandstats"});
+    auto pos = info.find("cmdstat_evalsha:calls=");
+    return pos == std::string::npos ? 0L : std::stol(info.substr(pos + 22));
+  };
+  const long before = evals();
+  std::this_thread::sleep_for(2000ms);  // four rounds: counting what the watchdog sends
+  const long scripts = evals() - before;
+  // 250 keys = 3 scripts per round (100 + 100 + 50); 4 rounds, give or take one.
+  EXPECT_GE(scripts, 3 * 3);
+  EXPECT_LE(scripts, 3 * 5);
+  for (auto& l : held) EXPECT_EQ(server.cli({"PTTL", l.key()}).size() > 0, true);
+  for (auto& l : held) l.unlock();
+}
+
 TEST(lock, lease_loss_is_signalled_when_the_lease_runs_out) {
   redis_server server;
   client c(config_for(server));
