@@ -116,6 +116,16 @@ struct config {
   int lock_watchdog_batch_size = 100;
   /// Fair-lock waiters' queue deadline when no wait time is given.
   std::chrono::milliseconds fair_lock_wait_timeout = 300000ms;
+  /// Queued hand-off (rlock only, on by default): waiters join a queue in Redis in arrival
+  /// order, and an unlock hands the lock straight to the first live waiter, which learns it
+  /// holds the lock from a message without running a script. Java Redisson clients on the same
+  /// lock still work: they take the lock only when it is free, and never break exclusion.
+  /// Off: Redisson's behaviour (waiters race for a freed lock; at most one per process).
+  bool lock_queue = true;
+  /// How long a queued waiter's entry stays valid without a refresh; a crashed waiter is
+  /// skipped once it expires. Waiting processes refresh every third of it, in one script per
+  /// lock for all their waiters. Measured on the Redis server's clock.
+  std::chrono::milliseconds lock_queue_liveness = 6000ms;
   /// Fail lock writes that no connected replica acknowledged (master/replica topologies).
   bool check_lock_synced_slaves = true;
   std::chrono::milliseconds slaves_sync_timeout = 1000ms;

@@ -129,6 +129,12 @@ acquire_fsm::action acquire_fsm::on_timer(time_point now) {
   }
 }
 
+acquire_fsm::action acquire_fsm::on_handed(time_point /*now*/) {
+  if (state_ == state::done || state_ == state::idle) return {};
+  if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);
+  return finish({}, true);
+}
+
 acquire_fsm::action acquire_fsm::on_stop(time_point /*now*/) {
   switch (state_) {
     case state::attempting: stop_pending_ = true; return {};

@@ -13,7 +13,8 @@
 //   - a queued waiter (not the head of its process's local FIFO) sends nothing until it is given
 //     the turn;
 //   - a stop request or deadline that lands while an attempt is in flight waits for its reply;
-//     if that reply says "acquired", the result asks the caller to release the lock.
+//     if that reply says "acquired", the result asks the caller to release the lock;
+//   - a hand-off (queued mode) completes the acquire in any waiting state.
 #pragma once
 
 #include <chrono>
@@ -72,6 +73,9 @@ class acquire_fsm {
   action on_wake(time_point now);
   /// The wait or queue timer fired.
   action on_timer(time_point now);
+  /// The previous holder handed the lock to this waiter (queued hand-off): it holds the lock
+  /// without running a script.
+  action on_handed(time_point now);
   action on_stop(time_point now);
 
   bool is_head() const { return state_ != state::queued && state_ != state::idle; }

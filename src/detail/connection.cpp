@@ -219,8 +219,10 @@ void connection::submit(request r) {
     });
     return;
   }
-  if (state_ == state::backoff || state_ == state::idle) {
+  if (state_ == state::backoff) {
     // Not connected: fail fast with the reason; the caller's retry policy decides what next.
+    // (idle means start() was called and the connect is about to begin: such requests queue,
+    // as they do while connecting.)
     std::error_code ec = sticky_error_ ? last_error_ : make_error_code(errc::not_connected);
     if (!sticky_error_ && last_error_ == errc::connection_refused) ec = last_error_;
     std::string detail = last_error_detail_;

@@ -95,6 +95,7 @@ void validate(const config& c) {
   }
   if (c.lock_watchdog_timeout.count() < 3) bad("lock_watchdog_timeout must be at least 3 ms");
   if (c.lock_watchdog_batch_size < 1) bad("lock_watchdog_batch_size must be at least 1");
+  if (c.lock_queue_liveness.count() < 30) bad("lock_queue_liveness must be at least 30 ms");
   if (c.database < 0) bad("database must not be negative");
   if (c.blocking_spin.count() < 0 || c.blocking_spin > std::chrono::seconds(1)) {
     bad("blocking_spin must be from 0 to 1 s");
@@ -288,7 +289,9 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
 void core::subscribe(channel_kind kind, std::string channel, std::string_view route_key,
                      pubsub_listener listener, clock::time_point deadline,
                      std::function<void(std::error_code, subscription)> done) {
-  auto& sub = node_for(route_key).subscriber_for(channel);
+  // The subscriber is chosen by the key, so that all channels of one object share a
+  // connection and their messages arrive in the order they were published.
+  auto& sub = node_for(route_key).subscriber_for(route_key.empty() ? channel : route_key);
   std::weak_ptr<subscriber> weak = sub.weak_from_this();
   sub.async_subscribe(kind, std::move(channel), std::move(listener), deadline,
                       [weak, done = std::move(done)](std::error_code ec,

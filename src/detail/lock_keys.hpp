@@ -34,6 +34,21 @@ inline std::string unlock_latch(std::string_view raw_name, std::string_view requ
   return out;
 }
 
+/// rlock's wait queue of a lock (queued hand-off): rlock_queue:{<name>}.
+inline std::string queue_key(std::string_view raw_name) {
+  return prefix_name("rlock_queue", raw_name);
+}
+
+/// The liveness deadlines of the queued waiters: rlock_queue_live:{<name>}.
+inline std::string queue_live_key(std::string_view raw_name) {
+  return prefix_name("rlock_queue_live", raw_name);
+}
+
+/// The channel on which a holder hands the lock to the next waiter: rlock_handoff:{<name>}.
+inline std::string handoff_channel(std::string_view raw_name) {
+  return prefix_name("rlock_handoff", raw_name);
+}
+
 /// The owner field: <client uuid>:<owner id>.
 inline std::string owner_field(std::string_view client_id, std::uint64_t owner_id) {
   std::string out(client_id);

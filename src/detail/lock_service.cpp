@@ -1,6 +1,9 @@
 #include "detail/lock_service.hpp"
 
+#include <atomic>
+#include <charconv>
 #include <random>
+#include <span>
 #include <string_view>
 
 #include "detail/lock_keys.hpp"
@@ -47,6 +50,12 @@ struct lock_service::op : std::enable_shared_from_this<op> {
   bool watchdog_added_here = false;
   clock::time_point sent_at;
   bool last_written = false;
+  // Queued mode: the last enqueue's send time and the server time its reply carried, to turn a
+  // hand-off's server time into a local lower bound of when the lease started.
+  std::atomic<bool> enqueued{false};
+  clock::time_point enqueue_sent_at;
+  long long enqueue_server_ms = -1;
+  std::optional<clock::time_point> lease_from;
   bool queued = false;
   bool finished = false;
   std::unique_ptr<std::stop_callback<std::function<void()>>> stop_cb;
@@ -68,7 +77,9 @@ void lock_service::shutdown() {
     for (auto& [name, e] : entries_) {
       waiting.insert(waiting.end(), e.queue.begin(), e.queue.end());
       e.sub_handle.reset();
+      e.handoff_handle.reset();
       if (e.linger) e.linger->cancel();
+      if (e.refresh) e.refresh->cancel();
     }
   }
   watchdog_->stop();
@@ -118,10 +129,14 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
     // Re-entry and single attempts do not queue: the owner already holds the lock, or the
     // caller asked for exactly one try.
     if (o->prior_count == 0 && !o->req.single_attempt) {
-      head = e.queue.empty();
+      // Queued mode: every waiter joins the Redis queue on arrival (its position is its
+      // arrival order), so all of them send their first script. Otherwise only the local head
+      // contends.
+      head = core_->cfg().lock_queue || e.queue.empty();
       e.queue.push_back(o);
       o->queued = true;
       if (e.linger) e.linger->cancel();
+      if (core_->cfg().lock_queue) arm_refresh_locked(o->req.raw_name, e);
     }
   }
   if (o->req.stop.stop_possible()) {
@@ -189,32 +204,53 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   }
   const std::string lease = std::to_string(o->lease.count());
   const std::string prior = std::to_string(o->prior_count);
-  const std::string_view keys[] = {o->req.raw_name};
-  const std::string_view args[] = {lease, o->owner, prior};
   exec_options opts;
   opts.deadline = o->req.deadline;
   // Safe to resend: ARGV[3] makes a repeated acquire recognise that it was already applied.
   opts.idempotent = true;
   o->sent_at = clock::now();
+  auto on_reply = [self = shared_from_this(), o](exec_result res) {
+    acquire_fsm::reply r;
+    long long server_ms = -1;
+    if (res.ec) {
+      r.ec = res.ec;
+    } else if (res.value.is_nil()) {
+      r.acquired = true;
+    } else if (res.value.is_integer()) {
+      r.ttl_ms = res.value.integer();
+    } else if (res.value.is_array() && res.value.size() == 2 && res.value[0].is_integer()) {
+      r.ttl_ms = res.value[0].integer();
+      server_ms = res.value[1].integer();
+    } else {
+      r.ec = make_error_code(errc::script_error);
+    }
+    const bool written = res.written;
+    self->step(o, [o, r, written, server_ms](acquire_fsm& f) {
+      o->last_written = written;
+      if (server_ms >= 0) {
+        o->enqueue_sent_at = o->sent_at;
+        o->enqueue_server_ms = server_ms;
+      }
+      return f.on_reply(clock::now(), r);
+    });
+  };
+  if (core_->cfg().lock_queue) {
+    const std::string queue = queue_key(o->req.raw_name);
+    const std::string live = queue_live_key(o->req.raw_name);
+    const std::string handoff = handoff_channel(o->req.raw_name);
+    const std::string liveness =
+        o->req.single_attempt ? "0" : std::to_string(core_->cfg().lock_queue_liveness.count());
+    if (!o->req.single_attempt) o->enqueued = true;
+    const std::string_view keys[] = {o->req.raw_name, queue, live, handoff};
+    const std::string_view args[] = {lease, o->owner, prior, liveness, "publish"};
+    lk.unlock();
+    core_->eval(lock_acquire_queued_script(), keys, args, opts, std::move(on_reply));
+    return;
+  }
+  const std::string_view keys[] = {o->req.raw_name};
+  const std::string_view args[] = {lease, o->owner, prior};
   lk.unlock();
-  core_->eval(lock_acquire_script(), keys, args, opts,
-              [self = shared_from_this(), o](exec_result res) {
-                acquire_fsm::reply r;
-                if (res.ec) {
-                  r.ec = res.ec;
-                } else if (res.value.is_nil()) {
-                  r.acquired = true;
-                } else if (res.value.is_integer()) {
-                  r.ttl_ms = res.value.integer();
-                } else {
-                  r.ec = make_error_code(errc::script_error);
-                }
-                const bool written = res.written;
-                self->step(o, [o, r, written](acquire_fsm& f) {
-                  o->last_written = written;
-                  return f.on_reply(clock::now(), r);
-                });
-              });
+  core_->eval(lock_acquire_script(), keys, args, opts, std::move(on_reply));
 }
 
 void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until) {
@@ -253,37 +289,75 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
   }
   const std::string name = o->req.raw_name;
   std::weak_ptr<lock_service> weak = weak_from_this();
+  const bool queued = core_->cfg().lock_queue;
+  // Both subscriptions (the Redisson channel, and in queued mode the hand-off channel) must be
+  // confirmed before the waiters are told; the join collects them.
+  struct join {
+    std::mutex mu;
+    int remaining = 1;
+    std::error_code ec;
+    subscription zero;
+    subscription handoff;
+  };
+  auto j = std::make_shared<join>();
+  j->remaining = queued ? 2 : 1;
+  auto complete = [weak, name, gen, j] {
+    auto self = weak.lock();
+    if (!self) return;
+    std::vector<std::shared_ptr<op>> told;
+    const std::error_code ec = j->ec;
+    {
+      std::lock_guard lk(self->mu_);
+      auto it = self->entries_.find(name);
+      if (it == self->entries_.end() || it->second.sub_generation != gen || self->closed_) {
+        return;  // superseded; the subscriptions unsubscribe as they go
+      }
+      entry& e = it->second;
+      if (ec) {
+        e.sub = entry::sub_state::none;
+      } else {
+        e.sub = entry::sub_state::active;
+        e.sub_handle = std::move(j->zero);
+        e.handoff_handle = std::move(j->handoff);
+      }
+      told.assign(e.queue.begin(), e.queue.end());
+      self->maybe_linger_locked(name, e);
+    }
+    for (auto& w : told) {
+      self->step(w, [ec](acquire_fsm& f) { return f.on_subscribed(clock::now(), ec); });
+    }
+  };
+  auto arrive = [j, complete](std::error_code ec, subscription sub, bool is_handoff) {
+    bool last = false;
+    {
+      std::lock_guard lk(j->mu);
+      if (ec && !j->ec) j->ec = ec;
+      (is_handoff ? j->handoff : j->zero) = std::move(sub);
+      last = --j->remaining == 0;
+    }
+    if (last) complete();
+  };
   core_->subscribe(
       channel_kind::classic, o->channel, name,
       [weak, name](const pubsub_event&) {
         // An unlock message (any payload) or a resubscription: the head re-checks.
         if (auto s = weak.lock()) s->on_message(name);
       },
-      until,
-      [weak, name, gen](std::error_code ec, subscription sub) {
-        auto self = weak.lock();
-        if (!self) return;
-        std::vector<std::shared_ptr<op>> told;
-        {
-          std::lock_guard lk(self->mu_);
-          auto it = self->entries_.find(name);
-          if (it == self->entries_.end() || it->second.sub_generation != gen || self->closed_) {
-            return;  // superseded; `sub` unsubscribes as it goes
-          }
-          entry& e = it->second;
-          if (ec) {
-            e.sub = entry::sub_state::none;
+      until, [arrive](std::error_code ec, subscription sub) { arrive(ec, std::move(sub), false); });
+  if (queued) {
+    core_->subscribe(
+        channel_kind::classic, handoff_channel(name), name,
+        [weak, name](const pubsub_event& ev) {
+          auto s = weak.lock();
+          if (!s) return;
+          if (ev.what == pubsub_event::kind::message) {
+            s->on_handoff(name, ev.payload);
           } else {
-            e.sub = entry::sub_state::active;
-            e.sub_handle = std::move(sub);
+            s->on_message(name);  // resubscribed: a hand-off may have been missed
           }
-          told.assign(e.queue.begin(), e.queue.end());
-          self->maybe_linger_locked(name, e);
-        }
-        for (auto& w : told) {
-          self->step(w, [ec](acquire_fsm& f) { return f.on_subscribed(clock::now(), ec); });
-        }
-      });
+        },
+        until, [arrive](std::error_code ec, subscription sub) { arrive(ec, std::move(sub), true); });
+  }
 }
 
 void lock_service::on_message(const std::string& raw_name) {
@@ -291,11 +365,122 @@ void lock_service::on_message(const std::string& raw_name) {
   {
     std::lock_guard lk(mu_);
     auto it = entries_.find(raw_name);
-    if (it == entries_.end() || it->second.queue.empty()) return;
+    if (it == entries_.end()) return;
+    if (it->second.handoff_then_zero) {
+      // This "0" follows an rlock hand-off (published by the same script, delivered in order on
+      // the same connection): the lock is not free, nobody needs to look.
+      it->second.handoff_then_zero = false;
+      return;
+    }
+    if (it->second.queue.empty()) return;
     head = it->second.queue.front();
   }
   // Only the head of the local queue is woken: at most one acquire per process per message.
   step(head, [](acquire_fsm& f) { return f.on_wake(clock::now()); });
+}
+
+void lock_service::on_handoff(const std::string& raw_name, std::string_view payload) {
+  // "<owner field> <server ms> <1 if a '0' on the Redisson channel follows, else 0>"
+  const auto sp1 = payload.find(' ');
+  const auto sp2 = payload.find(' ', sp1 == std::string_view::npos ? sp1 : sp1 + 1);
+  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) return;
+  const std::string_view owner = payload.substr(0, sp1);
+  const std::string_view ms_text = payload.substr(sp1 + 1, sp2 - sp1 - 1);
+  long long server_ms = -1;
+  std::from_chars(ms_text.data(), ms_text.data() + ms_text.size(), server_ms);
+  const bool zero_follows = payload.substr(sp2 + 1) == "1";
+  std::shared_ptr<op> target;
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(raw_name);
+    if (it == entries_.end()) return;
+    entry& e = it->second;
+    if (zero_follows) e.handoff_then_zero = true;
+    const std::string& me = core_->id();
+    if (owner.size() <= me.size() + 1 || !owner.starts_with(me) || owner[me.size()] != ':') return;
+    std::uint64_t owner_id = 0;
+    const auto id_text = owner.substr(me.size() + 1);
+    std::from_chars(id_text.data(), id_text.data() + id_text.size(), owner_id);
+    for (auto& q : e.queue) {
+      if (q->req.owner_id == owner_id) {
+        target = q;
+        break;
+      }
+    }
+  }
+  if (!target) return;
+  step(target, [o = target.get(), server_ms](acquire_fsm& f) {
+    // The lease started at server time `server_ms`. The enqueue reply carried server time T
+    // for a request sent at local time S, so local(server_ms) >= S + (server_ms - T): a lower
+    // bound of the lease's start on our clock.
+    const auto now = clock::now();
+    if (o->enqueue_server_ms >= 0 && server_ms >= o->enqueue_server_ms) {
+      o->lease_from = std::min(now, o->enqueue_sent_at + std::chrono::milliseconds(
+                                                             server_ms - o->enqueue_server_ms));
+    } else {
+      o->lease_from = o->enqueue_sent_at;
+    }
+    return f.on_handed(now);
+  });
+}
+
+void lock_service::arm_refresh_locked(const std::string& raw_name, entry& e) {
+  if (e.refresh_armed || closed_) return;
+  if (!e.refresh) e.refresh = std::make_unique<asio::steady_timer>(core_->io());
+  e.refresh_armed = true;
+  e.refresh->expires_after(core_->cfg().lock_queue_liveness / 3);
+  e.refresh->async_wait([weak = weak_from_this(), raw_name](std::error_code ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->refresh(raw_name);
+  });
+}
+
+void lock_service::refresh(const std::string& raw_name) {
+  std::vector<std::shared_ptr<op>> waiting;
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(raw_name);
+    if (it == entries_.end()) return;
+    entry& e = it->second;
+    e.refresh_armed = false;
+    for (auto& q : e.queue) {
+      if (q->enqueued) waiting.push_back(q);
+    }
+    if (e.queue.empty()) return;
+    arm_refresh_locked(raw_name, e);
+  }
+  if (waiting.empty()) return;
+  const std::string queue = queue_key(raw_name);
+  const std::string live = queue_live_key(raw_name);
+  const std::string handoff = handoff_channel(raw_name);
+  const std::string liveness = std::to_string(core_->cfg().lock_queue_liveness.count());
+  std::vector<std::string_view> args = {liveness, "publish"};
+  for (auto& w : waiting) args.emplace_back(w->owner);
+  const std::string_view keys[] = {raw_name, queue, live, handoff};
+  exec_options opts;
+  opts.idempotent = true;
+  opts.deadline = clock::now() + core_->cfg().lock_queue_liveness / 3;
+  core_->eval(lock_queue_refresh_script(), keys, args, opts,
+              [self = shared_from_this(), waiting](exec_result res) {
+                if (res.ec || !res.value.is_array() || res.value.size() != waiting.size() + 1) {
+                  return;  // the next refresh tries again; entries live for the full liveness
+                }
+                for (std::size_t i = 0; i < waiting.size(); ++i) {
+                  const long long status = res.value[i + 1].integer();
+                  auto& w = waiting[i];
+                  if (status == 1) {
+                    // Handed over, and the message did not arrive (yet): the lease started
+                    // after this waiter's last enqueue was sent.
+                    self->step(w, [o = w.get()](acquire_fsm& f) {
+                      o->lease_from = o->enqueue_sent_at;
+                      return f.on_handed(clock::now());
+                    });
+                  } else if (status == 0) {
+                    // Dropped as stale (this process was paused or cut off): queue again.
+                    self->step(w, [](acquire_fsm& f) { return f.on_wake(clock::now()); });
+                  }
+                }
+              });
 }
 
 void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a,
@@ -304,7 +489,8 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   o->timer.cancel();
   lk.unlock();
   const bool keep = a.acquired && !a.release;
-  if (a.release && (a.acquired || o->last_written)) release_abandoned(o);
+  const bool may_hold = a.release && (a.acquired || o->last_written);
+  if (may_hold || (!keep && o->enqueued)) release_or_leave(o);
   std::shared_ptr<op> next;
   std::optional<clock::time_point> held_until;
   bool next_subscribed = false;
@@ -330,7 +516,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     }
     maybe_linger_locked(o->req.raw_name, e);
   }
-  if (keep) watchdog_->activate(o->watchdog_id, o->sent_at);
+  if (keep) watchdog_->activate(o->watchdog_id, o->lease_from.value_or(o->sent_at));
   if (next) {
     step(next, [held_until, next_subscribed](acquire_fsm& f) {
       return f.on_turn(clock::now(), held_until, next_subscribed);
@@ -340,19 +526,29 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   if (done) done(keep ? std::error_code{} : a.ec, keep);
 }
 
-void lock_service::release_abandoned(const std::shared_ptr<op>& o) {
-  // The acquire may have been applied (reply lost, or it came after a stop request): undo it
-  // only if the owner's count shows exactly that acquire, then let waiters know.
+void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
+  // The acquire may have been applied (reply lost, handed over, or it came after a stop
+  // request): undo it only if the owner's count shows exactly that acquire, then let waiters
+  // know. In queued mode the same script removes the waiter from the queue.
   const std::string latch = unlock_latch(o->req.raw_name, random_request_id());
   const std::string lease = std::to_string(o->lease.count());
   const std::string expected = std::to_string(o->prior_count + 1);
   const auto& cfg = core_->cfg();
   const std::string latch_ttl =
       std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
-  const std::string_view keys[] = {o->req.raw_name, o->channel, latch};
-  const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
   exec_options opts;
   opts.idempotent = true;
+  if (cfg.lock_queue) {
+    const std::string queue = queue_key(o->req.raw_name);
+    const std::string live = queue_live_key(o->req.raw_name);
+    const std::string handoff = handoff_channel(o->req.raw_name);
+    const std::string_view keys[] = {o->req.raw_name, o->channel, latch, queue, live, handoff};
+    const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
+    core_->eval(lock_unlock_queued_script(), keys, args, opts, [](exec_result) {});
+    return;
+  }
+  const std::string_view keys[] = {o->req.raw_name, o->channel, latch};
+  const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
   core_->eval(lock_unlock_script(), keys, args, opts, [](exec_result) {});
 }
 
@@ -369,12 +565,14 @@ void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
     if (ec) return;
     auto self = weak.lock();
     if (!self) return;
-    subscription gone;  // unsubscribes outside the lock
+    subscription gone;  // both unsubscribe outside the lock
+    subscription gone_handoff;
     {
       std::lock_guard lk(self->mu_);
       auto it = self->entries_.find(raw_name);
       if (it == self->entries_.end() || !it->second.queue.empty()) return;
       gone = std::move(it->second.sub_handle);
+      gone_handoff = std::move(it->second.handoff_handle);
       it->second.sub = entry::sub_state::none;
       ++it->second.sub_generation;
       if (it->second.holds.empty()) {
@@ -456,11 +654,21 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
   const auto& cfg = core_->cfg();
   const std::string latch_ttl =
       std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
-  const std::string_view keys[] = {raw_name, channel, latch};
-  const std::string_view args[] = {"0", lease_s, owner, "publish", latch_ttl};
   exec_options opts;
   opts.idempotent = true;  // the latch returns the first result to a resent unlock
-  core_->eval(lock_unlock_script(), keys, args, opts,
+  const bool queued = cfg.lock_queue;
+  const std::string queue = queued ? queue_key(raw_name) : std::string();
+  const std::string live = queued ? queue_live_key(raw_name) : std::string();
+  const std::string handoff = queued ? handoff_channel(raw_name) : std::string();
+  const std::string_view keys_plain[] = {raw_name, channel, latch};
+  const std::string_view args_plain[] = {"0", lease_s, owner, "publish", latch_ttl};
+  const std::string_view keys_queued[] = {raw_name, channel, latch, queue, live, handoff};
+  const std::string_view args_queued[] = {"0", lease_s, owner, "publish", latch_ttl, ""};
+  const std::span<const std::string_view> keys =
+      queued ? std::span<const std::string_view>(keys_queued) : keys_plain;
+  const std::span<const std::string_view> args =
+      queued ? std::span<const std::string_view>(args_queued) : args_plain;
+  core_->eval(queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
               [self = shared_from_this(), raw_name, owner_id,
                done = std::move(done)](exec_result res) {
                 std::error_code ec = res.ec;

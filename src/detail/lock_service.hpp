@@ -15,6 +15,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
 #include "detail/acquire_fsm.hpp"
 #include "detail/core.hpp"
@@ -66,8 +67,12 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     std::deque<std::shared_ptr<op>> queue;  // front: the head, the only local contender
     enum class sub_state { none, subscribing, active } sub = sub_state::none;
     subscription sub_handle;
+    subscription handoff_handle;  // queued mode: the hand-off channel
     std::uint64_t sub_generation = 0;
     std::unique_ptr<asio::steady_timer> linger;
+    std::unique_ptr<asio::steady_timer> refresh;  // queued mode: liveness of local waiters
+    bool refresh_armed = false;
+    bool handoff_then_zero = false;  // the next "0" is the one that follows our own hand-off
     std::map<std::uint64_t, hold> holds;  // by owner id
   };
 
@@ -80,9 +85,13 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   void send_acquire(const std::shared_ptr<op>& o, std::unique_lock<std::mutex>& lk);
   void ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until);
   void on_message(const std::string& raw_name);
+  void on_handoff(const std::string& raw_name, std::string_view payload);
+  void arm_refresh_locked(const std::string& raw_name, entry& e);
+  void refresh(const std::string& raw_name);
   void finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a,
               std::unique_lock<std::mutex>& lk);
-  void release_abandoned(const std::shared_ptr<op>& o);
+  /// Undoes an acquire that may have been applied, and (queued mode) leaves the wait queue.
+  void release_or_leave(const std::shared_ptr<op>& o);
   void maybe_linger_locked(const std::string& raw_name, entry& e);
   void on_lost(const std::string& raw_name, std::uint64_t owner_id, std::uint64_t wd_id);
 

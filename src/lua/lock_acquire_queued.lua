@@ -1,0 +1,90 @@
+-- lock_acquire_queued: take the lock, or join its wait queue (rlock's queued hand-off).
+-- KEYS[1]  the lock key: a hash of owner field -> hold count (Redisson's layout)
+-- KEYS[2]  the wait queue "rlock_queue:{<name>}": a zset of owner field -> arrival number
+-- KEYS[3]  the waiters' liveness "rlock_queue_live:{<name>}": a hash of owner field ->
+--          "<deadline ms>:<lease ms>"; the deadline is on the Redis server's clock (TIME)
+-- KEYS[4]  the hand-off channel "rlock_handoff:{<name>}"
+-- ARGV[1]  lease in ms
+-- ARGV[2]  owner field "<client-uuid>:<owner-id>"
+-- ARGV[3]  the owner's hold count before this acquire. The owner is blocked in this acquire, so
+--          a count of ARGV[3] + 1 means the lock is already its own: an earlier attempt whose
+--          reply was lost, or a hand-off from the previous holder. It is not applied twice.
+-- ARGV[4]  liveness in ms of the queue entry without a refresh; "0": one attempt, no queueing
+-- ARGV[5]  publish command: "publish" or "spublish"
+-- Returns  nil when the owner holds the lock (acquired now, re-entered, or handed over);
+--          otherwise {PTTL of the lock (-1: no TTL), server time in ms}.
+-- A free lock goes to the first live waiter in the queue, not to whoever asks first; waiters
+-- whose deadline has passed (crashed) are dropped as they reach the head. When a free lock is
+-- found with another live waiter at the head, that waiter is made the owner and told on the
+-- hand-off channel with the payload "<owner> <server ms> 0".
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local prior = tonumber(ARGV[3])
+local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
+
+local function leave(who)
+  redis.call('zrem', KEYS[2], who)
+  redis.call('hdel', KEYS[3], who)
+end
+local function tidy()
+  if redis.call('zcard', KEYS[2]) == 0 then
+    redis.call('del', KEYS[2], KEYS[3])
+  end
+end
+local function live_head()
+  while true do
+    local head = redis.call('zrange', KEYS[2], 0, 0)[1]
+    if not head then
+      return nil
+    end
+    local v = redis.call('hget', KEYS[3], head)
+    if v then
+      local deadline, lease = string.match(v, '^(%d+):(%d+)$')
+      if tonumber(deadline) > now then
+        return head, lease
+      end
+    end
+    leave(head)
+  end
+end
+
+if held == prior + 1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  leave(ARGV[2])
+  tidy()
+  return nil
+end
+if held > 0 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  local head, lease = live_head()
+  if head == nil or head == ARGV[2] then
+    leave(ARGV[2])
+    tidy()
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+  end
+  redis.call('hset', KEYS[1], head, 1)
+  redis.call('pexpire', KEYS[1], lease)
+  leave(head)
+  redis.call(ARGV[5], KEYS[4], head .. ' ' .. now .. ' 0')
+end
+if ARGV[4] ~= '0' then
+  if redis.call('zscore', KEYS[2], ARGV[2]) == false then
+    local last = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')
+    local n = 1
+    if last[2] then
+      n = tonumber(last[2]) + 1
+    end
+    redis.call('zadd', KEYS[2], n, ARGV[2])
+  end
+  redis.call('hset', KEYS[3], ARGV[2], (now + tonumber(ARGV[4])) .. ':' .. ARGV[1])
+  -- Queue keys expire when nobody refreshes them any more (every waiter crashed).
+  redis.call('pexpire', KEYS[2], tonumber(ARGV[4]) * 2)
+  redis.call('pexpire', KEYS[3], tonumber(ARGV[4]) * 2)
+end
+return {redis.call('pttl', KEYS[1]), now}

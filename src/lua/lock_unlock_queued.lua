@@ -1,0 +1,81 @@
+-- lock_unlock_queued: release one hold and hand the lock to the first live waiter, if any
+-- (rlock's queued hand-off); idempotent through Redisson's unlock latch.
+-- KEYS[1]  the lock key
+-- KEYS[2]  the Redisson channel "redisson_lock__channel:{<name>}"
+-- KEYS[3]  the unlock latch "redisson_unlock_latch:{<name>}:<32 hex request id>"
+-- KEYS[4]  the wait queue "rlock_queue:{<name>}"
+-- KEYS[5]  the waiters' liveness "rlock_queue_live:{<name>}"
+-- KEYS[6]  the hand-off channel "rlock_handoff:{<name>}"
+-- ARGV[1]  the unlock message, "0"
+-- ARGV[2]  lease in ms applied when holds remain
+-- ARGV[3]  owner field
+-- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[5]  latch TTL in ms
+-- ARGV[6]  the owner's expected hold count, or "": when given and different, nothing is
+--          released (a waiter leaving the queue after its wait ended, in case it was handed
+--          the lock meanwhile)
+-- Returns  1: released (handed over, or deleted); 0: still held; nil: not held by the owner.
+--          The owner's queue entry, if any, is removed in every case.
+-- On the final release the lock goes to the first live waiter (made owner with its own lease,
+-- told on KEYS[6] with "<owner> <server ms> 1", the 1 saying that a "0" on the Redisson
+-- channel follows), or is deleted. "0" is published on the Redisson
+-- channel either way, after the hand-off message, so Java waiters behave as before.
+local done = redis.call('get', KEYS[3])
+if done ~= false then
+  return tonumber(done)
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function leave(who)
+  redis.call('zrem', KEYS[4], who)
+  redis.call('hdel', KEYS[5], who)
+end
+local function tidy()
+  if redis.call('zcard', KEYS[4]) == 0 then
+    redis.call('del', KEYS[4], KEYS[5])
+  end
+end
+local function live_head()
+  while true do
+    local head = redis.call('zrange', KEYS[4], 0, 0)[1]
+    if not head then
+      return nil
+    end
+    local v = redis.call('hget', KEYS[5], head)
+    if v then
+      local deadline, lease = string.match(v, '^(%d+):(%d+)$')
+      if tonumber(deadline) > now then
+        return head, lease
+      end
+    end
+    leave(head)
+  end
+end
+
+leave(ARGV[3])
+tidy()
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return nil
+end
+if ARGV[6] ~= '' and tonumber(redis.call('hget', KEYS[1], ARGV[3])) ~= tonumber(ARGV[6]) then
+  return nil
+end
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if counter > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+  return 0
+end
+redis.call('del', KEYS[1])
+local head, lease = live_head()
+if head then
+  redis.call('hset', KEYS[1], head, 1)
+  redis.call('pexpire', KEYS[1], lease)
+  leave(head)
+  tidy()
+  redis.call(ARGV[4], KEYS[6], head .. ' ' .. now .. ' 1')
+end
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1

@@ -1,0 +1,202 @@
+// Queued hand-off (on by default): arrival order, crashed waiters, mixed Java-style clients,
+// and no trace left behind.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "common.hpp"
+#include "support/process.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+long long zcard(const redis_server& server, const std::string& key) {
+  return server.cli_reply({"ZCARD", key}).integer;
+}
+
+TEST(queue, arrival_order_is_respected_across_four_processes_of_four_threads) {
+  redis_server server;
+  client holder(config_for(server));
+  auto l = holder.get_lock("fifo");
+  l.lock();
+  std::vector<child_process> workers;
+  for (int p = 0; p < 4; ++p) {
+    workers.emplace_back(RLOCK_LOCK_WORKER, std::vector<std::string>{"ordered", server.url(),
+                                                                      "fifo", std::to_string(p),
+                                                                      "4"});
+  }
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{fifo}") == 16; }, 30s));
+  l.unlock();
+  for (auto& w : workers) {
+    auto status = w.wait_for(30s);
+    ASSERT_TRUE(status.has_value());
+    EXPECT_EQ(*status, 0) << w.output();
+  }
+  auto order = server.cli_reply({"LRANGE", "fifo:order", "0", "-1"});
+  ASSERT_EQ(order.elements.size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(order.elements[i].str, std::to_string(i)) << i;
+  // Nothing left behind: queue keys are deleted when the last waiter leaves.
+  EXPECT_EQ(server.cli({"EXISTS", "fifo", "rlock_queue:{fifo}", "rlock_queue_live:{fifo}"}), "0");
+}
+
+TEST(queue, unlock_hands_over_without_an_acquire_script) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  auto la = a.get_lock("direct");
+  la.lock();
+  auto lb = b.get_lock("direct");
+  auto waiter = std::async(std::launch::async, [&] {
+    lb.lock();
+    const auto fields = server.cli_reply({"HGETALL", "direct"}).as_map();
+    lb.unlock();
+    return fields;
+  });
+  auto evalsha_calls = [&] {
+    auto info = server.cli({"INFO", "commandstats"});
+    auto pos = info.find("cmdstat_evalsha:calls=");
+    return pos == std::string::npos ? 0L : std::stol(info.substr(pos + 22));
+  };
+  // a's acquire, then b's enqueue and its one re-check once subscribed: three scripts.
+  ASSERT_TRUE(wait_until([&] { return evalsha_calls() == 3; }, 5s)) << evalsha_calls();
+  ASSERT_EQ(zcard(server, "rlock_queue:{direct}"), 1);
+  la.unlock();
+  const auto fields = waiter.get();
+  EXPECT_EQ(fields.size(), 1u);
+  EXPECT_TRUE(fields.begin()->first.starts_with(b.id())) << "handed to the queued waiter";
+  // Two more scripts: a's unlock (which handed over) and b's unlock. b never re-tried.
+  EXPECT_EQ(evalsha_calls(), 5);
+}
+
+TEST(queue, a_waiter_killed_while_queued_is_skipped_after_its_deadline) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_queue_liveness = 600ms;
+  client holder(cfg);
+  auto l = holder.get_lock("skip");
+  l.lock();
+  child_process doomed(RLOCK_LOCK_WORKER, std::vector<std::string>{"wait-hold", server.url(),
+                                                                    "skip", "30000", "600"});
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{skip}") == 1; }, 10s));
+  client second(cfg);
+  auto l2 = second.get_lock("skip");
+  auto waiter = std::async(std::launch::async, [&] {
+    const bool ok = l2.try_lock(10s);
+    if (ok) l2.unlock();
+    return ok;
+  });
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{skip}") == 2; }, 10s));
+  doomed.kill(SIGKILL);
+  // The dead waiter's entry expires on the server's clock: observable only from outside.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto live = server.cli_reply({"HVALS", "rlock_queue_live:{skip}"});
+        auto now = server.cli_reply({"TIME"});
+        const long long ms = std::stoll(now.elements[0].str) * 1000 +
+                             std::stoll(now.elements[1].str) / 1000;
+        for (const auto& v : live.elements) {
+          if (std::stoll(v.str.substr(0, v.str.find(':'))) <= ms) return true;
+        }
+        return false;
+      },
+      5s));
+  const auto t0 = steady::now();
+  l.unlock();
+  EXPECT_TRUE(waiter.get());
+  EXPECT_LT(ms_since(t0), 1000) << "the stale head is skipped at once";
+}
+
+TEST(queue, a_waiter_killed_after_being_handed_the_lock_loses_it_within_its_lease) {
+  redis_server server;
+  client holder(config_for(server));
+  auto l = holder.get_lock("handed");
+  l.lock();
+  child_process doomed(RLOCK_LOCK_WORKER, std::vector<std::string>{"wait-hold", server.url(),
+                                                                    "handed", "800", "6000"});
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{handed}") == 1; }, 10s));
+  doomed.kill(SIGSTOP);  // alive as far as the queue knows, but it cannot act on the hand-off
+  l.unlock();            // handed to the stopped waiter with its 800 ms lease
+  EXPECT_EQ(server.cli({"EXISTS", "handed"}), "1");
+  doomed.kill(SIGKILL);
+  client second(config_for(server));
+  auto l2 = second.get_lock("handed");
+  const auto t0 = steady::now();
+  ASSERT_TRUE(l2.try_lock(5s));
+  EXPECT_LT(ms_since(t0), 800 + 500) << "recovered within the handed lease";
+  l2.unlock();
+}
+
+TEST(queue, mutual_exclusion_with_queued_and_java_style_barging_clients) {
+  redis_server server;
+  std::vector<child_process> workers;
+  for (int p = 0; p < 2; ++p) {
+    workers.emplace_back(RLOCK_LOCK_WORKER,
+                         std::vector<std::string>{"count", server.url(), "mixed", "3", "100"});
+  }
+  for (int p = 0; p < 2; ++p) {
+    workers.emplace_back(RLOCK_LOCK_WORKER,
+                         std::vector<std::string>{"barge", server.url(), "mixed", "100"});
+  }
+  for (auto& w : workers) {
+    auto status = w.wait_for(120s);
+    ASSERT_TRUE(status.has_value()) << "worker did not finish";
+    EXPECT_EQ(*status, 0) << w.output();
+    EXPECT_NE(w.output().find("overlaps=0"), std::string::npos) << w.output();
+  }
+  EXPECT_EQ(server.cli({"GET", "mixed:counter"}), std::to_string(2 * 3 * 100 + 2 * 100));
+  EXPECT_EQ(server.cli({"EXISTS", "mixed", "rlock_queue:{mixed}", "rlock_queue_live:{mixed}"}),
+            "0");
+}
+
+TEST(queue, a_stop_request_while_queued_leaves_no_trace) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  auto la = a.get_lock("trace");
+  la.lock();
+  auto lb = b.get_lock("trace");
+  std::stop_source stop;
+  auto waiter = std::async(std::launch::async, [&] {
+    try {
+      lb.lock(stop.get_token());
+    } catch (const error& e) {
+      return e.code();
+    }
+    return std::error_code{};
+  });
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{trace}") == 1; }, 5s));
+  stop.request_stop();
+  EXPECT_EQ(waiter.get(), errc::stopped);
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{trace}") == 0; }, 2s));
+  EXPECT_EQ(server.cli({"EXISTS", "rlock_queue:{trace}", "rlock_queue_live:{trace}"}), "0");
+  la.unlock();
+  EXPECT_EQ(server.cli({"EXISTS", "trace"}), "0") << "the lock was not handed to the leaver";
+}
+
+TEST(queue, a_timed_out_waiter_that_was_handed_the_lock_passes_it_on) {
+  redis_server server;
+  client a(config_for(server));
+  auto la = a.get_lock("pass");
+  la.lock();
+  client b(config_for(server));
+  client c(config_for(server));
+  auto lb = b.get_lock("pass");
+  auto lc = c.get_lock("pass");
+  auto first = std::async(std::launch::async, [&] { return lb.try_lock(300ms); });
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{pass}") == 1; }, 5s));
+  auto second = std::async(std::launch::async, [&] {
+    const bool ok = lc.try_lock(10s);
+    if (ok) lc.unlock();
+    return ok;
+  });
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{pass}") == 2; }, 5s));
+  EXPECT_FALSE(first.get());  // b gave up
+  la.unlock();                // b is no longer queued: c gets it
+  EXPECT_TRUE(second.get());
+  EXPECT_EQ(server.cli({"EXISTS", "pass", "rlock_queue:{pass}", "rlock_queue_live:{pass}"}), "0");
+}
+
+}  // namespace
+}  // namespace rlock::test
