@@ -15,6 +15,13 @@ bool fail(std::error_code& ec, std::string* why, std::string reason) {
   return false;
 }
 
+// RFC 3986 scheme characters (letters, digits, + - .), and short.
+bool plausible_scheme(std::string_view scheme) {
+  return !scheme.empty() && scheme.size() <= 16 &&
+         scheme.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789+-.") == std::string_view::npos;
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -96,7 +103,8 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
       path = rest.substr(0, q);
       std::string_view query = rest.substr(q + 1);
       if (!query.starts_with("db=") || !parse_db(query.substr(3), a.database)) {
-        fail(ec, why, "unix URL query must be ?db=<number>, got '?" + std::string(query) + "'");
+        // The query is not echoed: in a garbled URL it may hold anything, credentials too.
+        fail(ec, why, "unix URL query must be ?db=<number>");
         return std::nullopt;
       }
     }
@@ -108,11 +116,16 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
     return a;
   } else {
     const auto colon = url.find("://");
+    const std::string_view scheme = colon == std::string_view::npos ? "" : url.substr(0, colon);
+    // Echo the scheme only when it looks like one: text before a "://" in a garbled URL can
+    // hold credentials.
+    const bool plausible = plausible_scheme(scheme);
     fail(ec, why,
          colon == std::string_view::npos
              ? "missing scheme: expected redis://, rediss:// or unix://"
-             : "unsupported scheme '" + std::string(url.substr(0, colon)) +
-                   "': expected redis, rediss or unix");
+             : plausible ? "unsupported scheme '" + std::string(scheme) +
+                               "': expected redis, rediss or unix"
+                         : std::string("malformed scheme: expected redis://, rediss:// or unix://"));
     return std::nullopt;
   }
   // userinfo: everything before the last '@' (passwords may contain '@' only percent-encoded,
@@ -217,7 +230,10 @@ std::string redact(std::string_view url) {
   const auto at = s.rfind('@');
   if (at == std::string::npos) return s;
   const auto scheme = s.find("://");
-  const std::size_t from = (scheme != std::string::npos && scheme < at) ? scheme + 3 : 0;
+  const std::size_t from =
+      (scheme != std::string::npos && scheme < at && plausible_scheme(url.substr(0, scheme)))
+          ? scheme + 3
+          : 0;
   s.replace(from, at - from, "***");
   return s;
 }

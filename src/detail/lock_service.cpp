@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "detail/lock_keys.hpp"
+#include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
 
 namespace rlock::detail {
@@ -210,20 +211,8 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   opts.idempotent = true;
   o->sent_at = clock::now();
   auto on_reply = [self = shared_from_this(), o](exec_result res) {
-    acquire_fsm::reply r;
     long long server_ms = -1;
-    if (res.ec) {
-      r.ec = res.ec;
-    } else if (res.value.is_nil()) {
-      r.acquired = true;
-    } else if (res.value.is_integer()) {
-      r.ttl_ms = res.value.integer();
-    } else if (res.value.is_array() && res.value.size() == 2 && res.value[0].is_integer()) {
-      r.ttl_ms = res.value[0].integer();
-      server_ms = res.value[1].integer();
-    } else {
-      r.ec = make_error_code(errc::script_error);
-    }
+    const acquire_fsm::reply r = decode_acquire(res, server_ms);
     const bool written = res.written;
     self->step(o, [o, r, written, server_ms](acquire_fsm& f) {
       o->last_written = written;
@@ -462,11 +451,12 @@ void lock_service::refresh(const std::string& raw_name) {
   opts.deadline = clock::now() + core_->cfg().lock_queue_liveness / 3;
   core_->eval(lock_queue_refresh_script(), keys, args, opts,
               [self = shared_from_this(), waiting](exec_result res) {
-                if (res.ec || !res.value.is_array() || res.value.size() != waiting.size() + 1) {
+                const auto outcome = decode_refresh(res, waiting.size());
+                if (!outcome) {
                   return;  // the next refresh tries again; entries live for the full liveness
                 }
                 for (std::size_t i = 0; i < waiting.size(); ++i) {
-                  const long long status = res.value[i + 1].integer();
+                  const int status = outcome->status[i];
                   auto& w = waiting[i];
                   if (status == 1) {
                     // Handed over, and the message did not arrive (yet): the lease started
@@ -671,12 +661,10 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
   core_->eval(queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
               [self = shared_from_this(), raw_name, owner_id,
                done = std::move(done)](exec_result res) {
-                std::error_code ec = res.ec;
-                if (!ec && !res.value.is_nil() && !res.value.is_integer()) {
-                  ec = make_error_code(errc::script_error);
-                }
-                const bool not_owner = !ec && res.value.is_nil();
-                const bool released = !ec && res.value.integer() == 1;
+                const unlock_outcome outcome = decode_unlock(res);
+                std::error_code ec = outcome.ec;
+                const bool not_owner = !ec && outcome.result == unlock_result::not_owner;
+                const bool released = !ec && outcome.result == unlock_result::released;
                 {
                   std::lock_guard lk(self->mu_);
                   auto it = self->entries_.find(raw_name);
@@ -706,7 +694,8 @@ void lock_service::force_unlock(const std::string& raw_name,
   opts.idempotent = true;
   core_->eval(lock_force_unlock_script(), keys, args, opts,
               [self = shared_from_this(), raw_name, done = std::move(done)](exec_result res) {
-                const bool existed = !res.ec && res.value.integer() == 1;
+                std::error_code ec;
+                const bool existed = decode_force_unlock(res, ec).value_or(false);
                 std::vector<std::stop_source> lost;
                 if (existed) {
                   // Local holders lost the lock: stop renewing and tell them now.
@@ -721,7 +710,7 @@ void lock_service::force_unlock(const std::string& raw_name,
                   }
                 }
                 for (auto& s : lost) s.request_stop();
-                done(res.ec, existed);
+                done(ec, existed);
               });
 }
 

@@ -41,9 +41,42 @@ std::string encode_command(std::span<const std::string_view> args) {
   return out;
 }
 
-resp_reader::resp_reader() : reader_(redisReaderCreate()) {
-  if (reader_ == nullptr) throw std::bad_alloc();
+namespace {
+
+// hiredis 0.14 allocates an array's element table as soon as it reads the "*<n>" header, so a
+// corrupt or hostile stream claiming billions of elements would make the client allocate
+// gigabytes (found by tests/fuzz/replies_fuzz.cpp; hiredis 1.x added a similar cap). Arrays
+// beyond this many elements are refused: the reader reports an error and the connection is
+// dropped as a protocol error.
+constexpr int max_array_elements = 1 << 24;
+
+void* (*default_create_array)(const redisReadTask*, int) = nullptr;
+
+void* checked_create_array(const redisReadTask* task, int elements) {
+  if (elements > max_array_elements) return nullptr;  // the reader turns this into an error
+  return default_create_array(task, elements);
 }
+
+const redisReplyObjectFunctions* limited_functions(const redisReplyObjectFunctions* defaults) {
+  static const redisReplyObjectFunctions limited = [defaults] {
+    redisReplyObjectFunctions f = *defaults;
+    default_create_array = f.createArray;
+    f.createArray = &checked_create_array;
+    return f;
+  }();
+  return &limited;
+}
+
+::redisReader* make_reader() {
+  ::redisReader* r = redisReaderCreate();
+  if (r == nullptr) throw std::bad_alloc();
+  r->fn = const_cast<redisReplyObjectFunctions*>(limited_functions(r->fn));  // NOLINT
+  return r;
+}
+
+}  // namespace
+
+resp_reader::resp_reader() : reader_(make_reader()) {}
 
 resp_reader::~resp_reader() { redisReaderFree(reader_); }
 
@@ -62,8 +95,7 @@ bool resp_reader::next(reply& out, std::error_code& ec) {
 
 void resp_reader::reset() {
   redisReaderFree(reader_);
-  reader_ = redisReaderCreate();
-  if (reader_ == nullptr) throw std::bad_alloc();
+  reader_ = make_reader();
 }
 
 }  // namespace rlock::detail

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "detail/core.hpp"
+#include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
 
 namespace rlock::detail {
@@ -163,14 +164,15 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
-    const bool ok = !res.ec && res.value.is_array() && res.value.size() == ids.size();
+    const auto renewed = decode_renew(res, ids.size());
+    const bool ok = renewed.has_value();
     for (std::size_t i = 0; i < ids.size(); ++i) {
       auto it = holds_.find(ids[i]);
       if (it == holds_.end()) continue;
       hold& h = it->second;
       h.in_flight = false;
       if (!ok) continue;
-      if (res.value[i].integer() == 1) {
+      if ((*renewed)[i]) {
         h.valid_until = sent_at + timeout_;
       } else {
         lost.push_back(std::move(h.on_loss));

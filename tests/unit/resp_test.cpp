@@ -520,3 +520,15 @@ TEST(reply, replies_in_a_vector_survive_reallocation) {
 }
 
 }  // namespace
+
+// Found by tests/fuzz/replies_fuzz.cpp: a "*<huge>" header made hiredis allocate the whole
+// element table up front (gigabytes). Such a stream is now a protocol error.
+TEST(resp_reader, refuses_arrays_claiming_more_than_sixteen_million_elements) {
+  rlock::detail::resp_reader reader;
+  const std::string header = "*3477120104\r\n";
+  reader.feed(header.data(), header.size());
+  rlock::reply r;
+  std::error_code ec;
+  EXPECT_FALSE(reader.next(r, ec));
+  EXPECT_EQ(ec, rlock::errc::protocol_error);
+}
