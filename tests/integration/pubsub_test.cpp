@@ -124,6 +124,31 @@ TEST(pubsub, resubscribes_after_client_kill_type_pubsub) {
   EXPECT_EQ(other.next(), "too");
 }
 
+TEST(pubsub, sharded_channels_use_ssubscribe_and_are_separate_from_classic_ones) {
+  redis_server server;
+  client c(config_for(server));
+  inbox sharded;
+  inbox classic;
+  std::promise<std::pair<std::error_code, detail::subscription>> p;
+  c.core()->subscribe(detail::channel_kind::sharded, "shard-ch", "shard-ch", sharded.listener(),
+                      steady::now() + 5s, [&](std::error_code ec, detail::subscription s) {
+                        p.set_value({ec, std::move(s)});
+                      });
+  auto [ec, ssub] = p.get_future().get();
+  ASSERT_FALSE(ec) << ec.message();
+  auto csub = subscribe(c, "shard-ch", classic);
+  EXPECT_EQ(server.cli_reply({"PUBSUB", "SHARDNUMSUB", "shard-ch"}).elements.at(1).integer, 1);
+  EXPECT_EQ(server.cli({"SPUBLISH", "shard-ch", "s"}), "1");
+  EXPECT_EQ(server.cli({"PUBLISH", "shard-ch", "c"}), "1");
+  EXPECT_EQ(sharded.next(), "s");
+  EXPECT_EQ(classic.next(), "c");
+  EXPECT_FALSE(sharded.next(100ms).has_value()) << "SPUBLISH and PUBLISH never cross";
+  ssub.reset();
+  EXPECT_TRUE(wait_until(
+      [&] { return server.cli_reply({"PUBSUB", "SHARDNUMSUB", "shard-ch"}).elements.at(1).integer == 0; },
+      3s));
+}
+
 TEST(pubsub, subscribe_times_out_on_a_paused_server) {
   redis_server server;
   client c(config_for(server));
