@@ -1,0 +1,249 @@
+// `rlock exec` end to end: real rlock processes, real commands, a real redis-server.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+
+#include "cli_harness.hpp"
+#include "support/redis_server.hpp"
+#include "support/temp_dir.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+long long numsub(const redis_server& server, const std::string& channel) {
+  return server.cli_reply({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer;
+}
+
+/// A shell script that traps SIGTERM: it writes WORD to $M, stops its background sleep and
+/// exits with STATUS. It writes "held" to $F (if set) once the trap is in place, then waits.
+std::string trap_term_script(const std::string& word, int status) {
+  return "trap 'echo " + word + " > \"$M\"; kill $pid; exit " + std::to_string(status) +
+         "' TERM; sleep 30 & pid=$!; if [ -n \"$F\" ]; then echo held > \"$F\"; fi; wait";
+}
+
+/// Exits 3 only if RLOCK_NAME is env-name and RLOCK_TOKEN is not set at all.
+constexpr const char* check_environment =
+    "test \"$RLOCK_NAME\" = env-name || exit 1; test -z \"${RLOCK_TOKEN+set}\" || exit 2; exit 3";
+
+/// A holder: `rlock exec NAME -- sh -c 'echo held > FIFO; exec sleep 30'`, started and held.
+child_process start_holder(const redis_server& server, const std::string& name, fifo_marker& held,
+                           std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"exec", name, "--url", server.url()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"--", "sh", "-c", "echo held > \"$F\"; exec sleep 30"});
+  child_process p = start_rlock(args, {"F=" + held.path().string()});
+  const auto line = held.read_line(10s);
+  EXPECT_EQ(line, std::optional<std::string>("held")) << p.error_output();
+  return p;
+}
+
+TEST(cli_exec, two_commands_serialize_and_never_overlap) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  const std::string log = (dir.path() / "log").string();
+  const std::vector<std::string> args{
+      "exec", "ser", "--url", server.url(),
+      "--",   "sh",  "-c",    "echo start >> \"$LOG\"; sleep 0.3; echo end >> \"$LOG\""};
+  const auto t0 = steady::now();
+  child_process a = start_rlock(args, {"LOG=" + log});
+  child_process b = start_rlock(args, {"LOG=" + log});
+  EXPECT_EQ(exit_status(a), 0) << a.error_output();
+  EXPECT_EQ(exit_status(b), 0) << b.error_output();
+  EXPECT_GE(ms_since(t0), 600) << "the two 0.3 s sections ran one after the other";
+  EXPECT_EQ(read_file(log), "start\nend\nstart\nend\n");
+  EXPECT_EQ(server.cli({"EXISTS", "ser"}), "0");
+}
+
+TEST(cli_exec, propagates_the_exit_status_and_sets_the_environment) {
+  redis_server server;
+  // RLOCK_NAME is set; an RLOCK_TOKEN inherited from outside is removed (no fencing token).
+  const auto r = run_rlock({"exec", "env-name", "--url", server.url(), "--wait", "1.5s", "--", "sh",
+                            "-c", check_environment},
+                           {"RLOCK_TOKEN=stale"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(server.cli({"EXISTS", "env-name"}), "0");
+
+  const auto missing = run_rlock({"exec", "env-name", "--url", server.url(), "--", "/no/such/cmd"});
+  EXPECT_EQ(missing.status, 127);
+  EXPECT_NE(missing.err.find("cannot run '/no/such/cmd'"), std::string::npos) << missing.err;
+  EXPECT_EQ(server.cli({"EXISTS", "env-name"}), "0");
+}
+
+TEST(cli_exec, wait_expiry_exits_75_without_running_the_command) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process holder = start_holder(server, "busy", held);
+  const auto ran = dir.path() / "ran";
+
+  const auto r = run_rlock({"exec", "busy", "--url", server.url(), "--wait", "600ms", "--verbose",
+                            "--", "touch", ran.string()});
+  EXPECT_EQ(r.status, 75) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(ran));
+  EXPECT_GE(r.ms, 600);
+  EXPECT_LT(r.ms, 600 + 1500);
+  EXPECT_NE(r.err.find("lock 'busy' not acquired within 600ms"), std::string::npos) << r.err;
+  // --verbose without a terminal: the progress line, with the holder.
+  EXPECT_NE(r.err.find("rlock: waiting"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("held by"), std::string::npos) << r.err;
+
+  const auto once = run_rlock({"exec", "busy", "--url", server.url(), "--wait", "0s",
+                               "--conflict-exit-code", "9", "--", "touch", ran.string()});
+  EXPECT_EQ(once.status, 9) << once.err;
+  EXPECT_FALSE(std::filesystem::exists(ran));
+
+  holder.kill(SIGTERM);  // forwarded to `sleep`, which dies of it
+  EXPECT_EQ(exit_status(holder), 128 + SIGTERM) << holder.error_output();
+  EXPECT_EQ(server.cli({"EXISTS", "busy"}), "0");
+}
+
+TEST(cli_exec, lock_loss_signals_the_command_and_exits_76) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  const auto marker = dir.path() / "marker";
+  child_process p = start_rlock({"exec", "lost", "--url", server.url(), "--watchdog-timeout",
+                                 "900ms", "--", "sh", "-c", trap_term_script("lost", 9)},
+                                {"F=" + held.path().string(), "M=" + marker.string()});
+  ASSERT_EQ(held.read_line(10s), std::optional<std::string>("held")) << p.error_output();
+  const auto t0 = steady::now();
+  EXPECT_EQ(server.cli({"DEL", "lost"}), "1");
+  EXPECT_EQ(exit_status(p, 10s), 76) << p.error_output();
+  const long long ms = ms_since(t0);
+  EXPECT_LT(ms, 300 + 1000) << "renewal runs every 300 ms";
+  EXPECT_EQ(read_file(marker), "lost\n");
+  EXPECT_NE(p.error_output().find("lost lock 'lost'"), std::string::npos) << p.error_output();
+  EXPECT_NE(p.error_output().find("SIGTERM"), std::string::npos) << p.error_output();
+  std::cout << "[ timing ] loss noticed and command stopped " << ms << " ms after DEL\n";
+}
+
+TEST(cli_exec, a_command_that_ignores_the_loss_signal_is_killed_after_the_grace_period) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process p =
+      start_rlock({"exec", "stubborn", "--url", server.url(), "--watchdog-timeout", "900ms",
+                   "--grace", "300ms", "--on-loss", "INT", "--lost-exit-code", "42", "--", "sh",
+                   "-c", "trap '' INT; echo held > \"$F\"; exec sleep 30"},
+                  {"F=" + held.path().string()});
+  ASSERT_EQ(held.read_line(10s), std::optional<std::string>("held")) << p.error_output();
+  EXPECT_EQ(server.cli({"DEL", "stubborn"}), "1");
+  EXPECT_EQ(exit_status(p, 10s), 42) << p.error_output();
+  EXPECT_NE(p.error_output().find("SIGINT"), std::string::npos) << p.error_output();
+  EXPECT_NE(p.error_output().find("sent SIGKILL"), std::string::npos) << p.error_output();
+  EXPECT_NE(p.error_output().find("status 137"), std::string::npos) << p.error_output();
+}
+
+TEST(cli_exec, with_a_lease_the_loss_signal_fires_when_the_lease_runs_out) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  const auto marker = dir.path() / "marker";
+  const auto t0 = steady::now();
+  const auto r = run_rlock({"exec", "leased", "--url", server.url(), "--lease", "500ms", "--", "sh",
+                            "-c", trap_term_script("lost", 9)},
+                           {"M=" + marker.string()});
+  EXPECT_EQ(r.status, 76) << r.err;
+  EXPECT_GE(ms_since(t0), 500);
+  EXPECT_LT(ms_since(t0), 500 + 1500);
+  EXPECT_EQ(read_file(marker), "lost\n");
+  EXPECT_NE(r.err.find("500ms lease ran out"), std::string::npos) << r.err;
+}
+
+TEST(cli_exec, sigterm_reaches_the_command_and_the_lock_is_released_afterwards) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  const auto marker = dir.path() / "marker";
+  child_process p = start_rlock(
+      {"exec", "term", "--url", server.url(), "--", "sh", "-c", trap_term_script("term", 5)},
+      {"F=" + held.path().string(), "M=" + marker.string()});
+  ASSERT_EQ(held.read_line(10s), std::optional<std::string>("held")) << p.error_output();
+  EXPECT_EQ(server.cli({"EXISTS", "term"}), "1");
+  p.kill(SIGTERM);
+  EXPECT_EQ(exit_status(p, 10s), 5) << p.error_output();
+  EXPECT_EQ(read_file(marker), "term\n");
+  EXPECT_EQ(server.cli({"EXISTS", "term"}), "0") << "released before rlock exited";
+}
+
+TEST(cli_exec, a_crashing_command_releases_the_lock) {
+  redis_server server;
+  const auto segv =
+      run_rlock({"exec", "crash", "--url", server.url(), "--", "sh", "-c", "kill -SEGV $$"});
+  EXPECT_EQ(segv.status, 128 + SIGSEGV) << segv.err;
+  EXPECT_EQ(server.cli({"EXISTS", "crash"}), "0");
+  const auto killed =
+      run_rlock({"exec", "crash", "--url", server.url(), "--", "sh", "-c", "kill -9 $$"});
+  EXPECT_EQ(killed.status, 128 + SIGKILL) << killed.err;
+  EXPECT_EQ(server.cli({"EXISTS", "crash"}), "0");
+}
+
+TEST(cli_exec, sigint_or_sigterm_while_waiting_aborts_without_running_the_command) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process holder = start_holder(server, "wait-int", held);
+  const std::string channel = "redisson_lock__channel:{wait-int}";
+  const auto ran = dir.path() / "ran";
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const long long before = numsub(server, channel);
+    child_process waiter =
+        start_rlock({"exec", "wait-int", "--url", server.url(), "--", "touch", ran.string()});
+    ASSERT_TRUE(wait_until([&] { return numsub(server, channel) > before; }, 10s))
+        << waiter.error_output();
+    waiter.kill(sig);
+    EXPECT_EQ(exit_status(waiter, 10s), 128 + sig) << waiter.error_output();
+    EXPECT_NE(waiter.error_output().find("while waiting for 'wait-int'"), std::string::npos)
+        << waiter.error_output();
+    EXPECT_FALSE(std::filesystem::exists(ran));
+  }
+  EXPECT_EQ(server.cli({"EXISTS", "wait-int"}), "1") << "the holder still holds it";
+}
+
+TEST(cli_exec, a_key_that_is_not_a_lock_is_refused_and_left_untouched) {
+  redis_server server;
+  server.cli({"SET", "plain", "5"});
+  const auto exec = run_rlock({"exec", "plain", "--url", server.url(), "--", "echo", "ran"});
+  EXPECT_EQ(exec.status, 65) << exec.err;
+  EXPECT_EQ(exec.out, "");
+  const auto fu = run_rlock({"force-unlock", "plain", "--url", server.url()});
+  EXPECT_EQ(fu.status, 65) << fu.err;
+  EXPECT_NE(fu.err.find("not a lock: left untouched"), std::string::npos) << fu.err;
+  EXPECT_EQ(server.cli({"GET", "plain"}), "5");
+}
+
+TEST(cli_exec, force_unlock_wakes_a_waiting_exec_at_once) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process holder = start_holder(server, "fu", held, {"--watchdog-timeout", "900ms"});
+  const std::string channel = "redisson_lock__channel:{fu}";
+  const long long before = numsub(server, channel);
+  child_process waiter =
+      start_rlock({"exec", "fu", "--url", server.url(), "--wait", "20s", "--", "echo", "woke"});
+  ASSERT_TRUE(wait_until([&] { return numsub(server, channel) > before; }, 10s))
+      << waiter.error_output();
+
+  const auto t0 = steady::now();
+  const auto fu = run_rlock({"force-unlock", "fu", "--url", server.url()});
+  EXPECT_EQ(fu.status, 0) << fu.err;
+  EXPECT_EQ(fu.out, "released\n");
+  EXPECT_EQ(exit_status(waiter, 10s), 0) << waiter.error_output();
+  const long long woke_ms = ms_since(t0);
+  EXPECT_EQ(waiter.output(), "woke\n");
+  EXPECT_LT(woke_ms, 1000) << "woken by the unlock message, far before the 30 s TTL";
+  std::cout << "[ timing ] force-unlock (its own process included) to waiter's exit: " << woke_ms
+            << " ms\n";
+
+  // The old holder's watchdog finds its lock gone: it stops its command and exits 76.
+  EXPECT_EQ(exit_status(holder, 10s), 76) << holder.error_output();
+  const auto again = run_rlock({"force-unlock", "fu", "--url", server.url()});
+  EXPECT_EQ(again.status, 0);
+  EXPECT_EQ(again.out, "no lock\n");
+}
+
+}  // namespace
+}  // namespace rlock::test

@@ -1,0 +1,142 @@
+// `rlock status` and its JSON, end to end. JSON validity is checked by Python's parser.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <regex>
+
+#include "cli_harness.hpp"
+#include "support/redis_server.hpp"
+#include "support/temp_dir.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+// Prints the sorted field names, then the values the tests compare, from a JSON file.
+constexpr const char* summarize_json = R"(
+import json, sys
+d = json.load(open(sys.argv[1], encoding='utf-8'))
+print(' '.join(sorted(d)))
+o = d['owners']
+print(d['state'], d['kind'], len(o), o[0]['holds'] if o else '-',
+      'ttl' if isinstance(d['ttl_ms'], int) and d['ttl_ms'] > 0 else d['ttl_ms'],
+      d['listeners'], d['channel'], d['mode'], d['value'])
+print(o[0]['owner'] if o else '-')
+print(d['name'])
+)";
+
+constexpr const char* all_fields = "channel key kind listeners mode name owners state ttl_ms value";
+
+class cli_status : public ::testing::Test {
+ protected:
+  /// `rlock status NAME --json`, summarized by Python: {fields, values, owner, name}.
+  std::vector<std::string> status_json(const std::string& name) {
+    const auto r = run_rlock({"status", name, "--json", "--url", server_.url()});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
+    const auto file = dir_.path() / "status.json";
+    std::ofstream(file, std::ios::binary) << r.out;
+    child_process py(find_program("python3"), {"-c", summarize_json, file.string()},
+                     child_options{.capture_stderr = true});
+    const auto status = py.wait_for(30s);
+    EXPECT_EQ(status, std::optional<int>(0)) << "not valid JSON: " << r.out << "\n"
+                                             << py.error_output();
+    std::vector<std::string> lines;
+    std::istringstream in(py.output());
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    lines.resize(4);
+    return lines;
+  }
+
+  redis_server server_;
+  temp_dir dir_{"rlock-cli"};
+};
+
+TEST_F(cli_status, a_held_lock_shows_owner_holds_ttl_and_listeners) {
+  fifo_marker held(dir_.path() / "held");
+  child_process holder = start_rlock(
+      {"exec", "st", "--url", server_.url(), "--", "sh", "-c", "echo held > \"$F\"; exec sleep 30"},
+      {"F=" + held.path().string()});
+  ASSERT_EQ(held.read_line(10s), std::optional<std::string>("held")) << holder.error_output();
+  const std::string channel = "redisson_lock__channel:{st}";
+  child_process waiter = start_rlock({"exec", "st", "--url", server_.url(), "--", "true"});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return server_.cli_reply({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer >= 1;
+      },
+      10s));
+
+  const auto j = status_json("st");
+  EXPECT_EQ(j[0], std::string(all_fields));
+  EXPECT_EQ(j[1], "held lock 1 1 ttl 1 " + channel + " None None");
+  EXPECT_TRUE(std::regex_match(j[2], std::regex("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                                                "[0-9a-f]{12}:[0-9]+")))
+      << j[2];
+  EXPECT_EQ(j[3], "st");
+
+  const auto text = run_rlock({"status", "st", "--url", server_.url()});
+  EXPECT_EQ(text.status, 0);
+  EXPECT_NE(text.out.find("state:      held"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(j[2] + " (1 hold)"), std::string::npos) << text.out;
+
+  holder.kill(SIGTERM);
+  EXPECT_EQ(exit_status(holder), 128 + SIGTERM);
+  EXPECT_EQ(exit_status(waiter), 0) << waiter.error_output();
+  EXPECT_EQ(status_json("st")[1], "free free 0 - None 0 " + channel + " None None");
+}
+
+TEST_F(cli_status, tells_the_kind_of_object_from_redissons_key_layout) {
+  server_.cli({"HSET", "rw", "mode", "write", "u:1", "2"});
+  EXPECT_EQ(status_json("rw")[1],
+            "held read_write_lock 1 2 None 0 redisson_lock__channel:{rw} write None");
+
+  server_.cli({"HSET", "fair", "u:1", "1"});
+  server_.cli({"RPUSH", "redisson_lock_queue:{fair}", "u:2"});
+  EXPECT_EQ(status_json("fair")[1],
+            "held fair_lock 1 1 None 0 redisson_lock__channel:{fair} None None");
+
+  server_.cli({"HSET", "fenced", "u:1", "1"});
+  server_.cli({"SET", "redisson_lock_token:{fenced}", "7"});
+  EXPECT_EQ(status_json("fenced")[1],
+            "held fenced_lock 1 1 None 0 redisson_lock__channel:{fenced} None None");
+
+  server_.cli({"SET", "sem", "3"});
+  EXPECT_EQ(status_json("sem")[1],
+            "other semaphore_or_latch 0 - None 0 redisson_lock__channel:{sem} None 3");
+
+  server_.cli({"SET", "pes", "2"});
+  server_.cli({"ZADD", "{pes}:timeout", "1", "x"});
+  EXPECT_EQ(status_json("pes")[1],
+            "other permit_expirable_semaphore 0 - None 0 redisson_lock__channel:{pes} None 2");
+
+  server_.cli({"SET", "latch", "2"});
+  raw_client sub = server_.client();
+  sub.send({"SUBSCRIBE", "redisson_countdownlatch__channel__{latch}"});
+  ASSERT_TRUE(sub.read(5s).has_value());  // subscribed
+  EXPECT_EQ(status_json("latch")[1],
+            "other count_down_latch 0 - None 0 redisson_lock__channel:{latch} None 2");
+
+  server_.cli({"RPUSH", "lst", "a"});
+  EXPECT_EQ(status_json("lst")[1],
+            "other other:list 0 - None 0 redisson_lock__channel:{lst} None None");
+
+  // A name with a hash tag keeps it: the channel is prefix:NAME.
+  server_.cli({"HSET", "{tag}x", "u:1", "1"});
+  server_.cli({"PEXPIRE", "{tag}x", "60000"});
+  EXPECT_EQ(status_json("{tag}x")[1],
+            "held lock 1 1 ttl 0 redisson_lock__channel:{tag}x None None");
+}
+
+TEST_F(cli_status, json_escapes_any_bytes_of_names_and_owners) {
+  const std::string name = std::string("we\"ird\\n\x01") + "\xff" + "\xc3\xa9";
+  server_.cli({"HSET", name, "own\ter:1", "1"});
+  const auto j = status_json(name);
+  EXPECT_EQ(j[0], std::string(all_fields));
+  EXPECT_EQ(j[1].substr(0, 13), "held lock 1 1");
+  // Python decodes the escapes: invalid UTF-8 became U+FFFD, the rest is intact.
+  EXPECT_EQ(j[3], std::string("we\"ird\\n\x01") + "\xef\xbf\xbd" + "\xc3\xa9");
+}
+
+}  // namespace
+}  // namespace rlock::test

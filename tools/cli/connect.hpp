@@ -1,0 +1,21 @@
+// connect.hpp: a client whose server has been checked before anything else is done.
+//
+// Guarantees of connect_checked():
+//  - It creates the client and sends PING, and returns only once PONG came back.
+//  - It returns or throws within the configured connect_timeout (plus scheduling slack): a
+//    server that refuses, cannot be reached, rejects the credentials (AUTH, NOAUTH) or the TLS
+//    handshake, or does not answer in time gives command_error(unavailable, 69) naming the
+//    server and the reason; NOPERM gives no_permission (77).
+//  - With `interrupt` set, a pending SIGINT/SIGTERM/SIGHUP on it ends the wait at once with
+//    command_error(128 + signal). Other signals read from it meanwhile (SIGCHLD) are dropped.
+#pragma once
+
+#include <rlock/client.hpp>
+
+namespace rlock::cli {
+
+class signal_channel;
+
+rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrupt = nullptr);
+
+}  // namespace rlock::cli

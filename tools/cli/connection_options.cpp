@@ -1,0 +1,149 @@
+#include "connection_options.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <system_error>
+
+#include "command_error.hpp"
+#include "duration_option.hpp"
+
+namespace rlock::cli {
+namespace {
+
+void require_readable(const std::string& path, const std::string& option) {
+  if (path.empty()) return;
+  std::ifstream in(path);
+  if (!in)
+    throw command_error(exit_codes::no_input, "cannot read " + option + " file '" + path + "'");
+}
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): no setenv
+  return v != nullptr ? v : "";
+}
+
+}  // namespace
+
+void add_connection_options(CLI::App& app, connection_options& opts) {
+  const std::string group = "Connection";
+  app.add_option("--url", opts.url,
+                 "Redis server: redis://[user@]host[:port][/db], rediss://... (TLS) or "
+                 "unix:///path (default: $RLOCK_URL, else redis://127.0.0.1:6379)")
+      ->type_name("URL")
+      ->group(group);
+  app.add_option("--user", opts.user, "ACL user name, when the URL has none")
+      ->type_name("NAME")
+      ->group(group);
+  app.add_option("--password-file", opts.password_file,
+                 "Read the password from the first line of FILE (default: $RLOCK_PASSWORD)")
+      ->type_name("FILE")
+      ->group(group);
+  app.add_option("--tls-ca", opts.tls_ca, "CA certificates (PEM) for rediss:// (default: system)")
+      ->type_name("FILE")
+      ->group(group);
+  app.add_option("--tls-cert", opts.tls_cert, "Client certificate (PEM) for rediss://")
+      ->type_name("FILE")
+      ->group(group);
+  app.add_option("--tls-key", opts.tls_key, "Client key (PEM) for rediss://")
+      ->type_name("FILE")
+      ->group(group);
+  app.add_flag("--tls-insecure", opts.tls_insecure,
+               "Do not verify the server certificate (testing only)")
+      ->group(group);
+  add_duration_option(app, "--timeout", opts.timeout, "Timeout of each Redis request",
+                      duration_bound::positive)
+      ->group(group);
+  add_duration_option(app, "--connect-timeout", opts.connect_timeout,
+                      "Give up (exit 69) when the server does not answer within this time",
+                      duration_bound::positive)
+      ->group(group);
+}
+
+std::string resolve_url(const connection_options& opts) {
+  if (!opts.url.empty()) return opts.url;
+  std::string env = env_or_empty("RLOCK_URL");
+  return env.empty() ? default_url : env;
+}
+
+std::optional<std::string> resolve_password(const connection_options& opts) {
+  if (!opts.password_file.empty()) {
+    std::ifstream in(opts.password_file);
+    if (!in) {
+      throw command_error(exit_codes::no_input,
+                          "cannot read --password-file '" + opts.password_file + "'");
+    }
+    std::string line;
+    std::getline(in, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return line;
+  }
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): rlock never calls setenv
+  if (const char* env = std::getenv("RLOCK_PASSWORD"); env != nullptr && *env != '\0') {
+    return std::string(env);
+  }
+  return std::nullopt;
+}
+
+rlock::config make_config(const connection_options& opts) {
+  rlock::config cfg;
+  cfg.address = resolve_url(opts);
+  std::error_code ec;
+  std::string why;
+  const auto address = rlock::parse_url(cfg.address, ec, &why);
+  if (!address) {
+    const std::string source = !opts.url.empty() ? "--url" : "$RLOCK_URL";
+    throw usage_error("invalid " + source + ": " + why);
+  }
+  const bool tls_given =
+      !opts.tls_ca.empty() || !opts.tls_cert.empty() || !opts.tls_key.empty() || opts.tls_insecure;
+  if (tls_given && address->kind != rlock::server_address::scheme::rediss) {
+    throw usage_error("TLS options need a rediss:// URL (got " + address->to_string() + ")");
+  }
+  if (opts.tls_cert.empty() != opts.tls_key.empty()) {
+    throw usage_error("--tls-cert and --tls-key go together");
+  }
+  require_readable(opts.tls_ca, "--tls-ca");
+  require_readable(opts.tls_cert, "--tls-cert");
+  require_readable(opts.tls_key, "--tls-key");
+  cfg.tls.ca_file = opts.tls_ca;
+  cfg.tls.cert_file = opts.tls_cert;
+  cfg.tls.key_file = opts.tls_key;
+  cfg.tls.verify_peer = !opts.tls_insecure;
+  if (!opts.user.empty()) cfg.username = opts.user;
+  cfg.password = resolve_password(opts);
+  cfg.client_name = "rlock-cli";
+  cfg.timeout = opts.timeout;
+  cfg.connect_timeout = opts.connect_timeout;
+  // Retries: short first delays (the first command of a new client can find its connection
+  // not yet started and is retried at once), doubling up to a quarter of the connect timeout,
+  // and as many attempts as fit in three quarters of it in the worst case.
+  using std::chrono::milliseconds;
+  const milliseconds budget = opts.connect_timeout * 3 / 4;
+  cfg.retry_delay_base = std::min(milliseconds(10), opts.connect_timeout / 8);
+  cfg.retry_delay_max =
+      std::max(cfg.retry_delay_base, std::min(milliseconds(1000), opts.connect_timeout / 4));
+  cfg.retry_attempts = 1;
+  milliseconds worst{0};
+  for (milliseconds cap = cfg.retry_delay_base * 2; cfg.retry_attempts < 32;) {
+    cap = std::min(cap, cfg.retry_delay_max);
+    if (worst + cap > budget) break;
+    worst += cap;
+    ++cfg.retry_attempts;
+    cap *= 2;
+  }
+  cfg.retry_attempts = std::max(cfg.retry_attempts, 2);
+  cfg.reconnect_delay_min =
+      std::max(milliseconds(1), std::min(milliseconds(50), opts.connect_timeout / 8));
+  cfg.reconnect_delay_max =
+      std::max(cfg.reconnect_delay_min, std::min(milliseconds(1000), opts.connect_timeout / 4));
+  return cfg;
+}
+
+const char* connection_environment_help() {
+  return "Environment:\n"
+         "  RLOCK_URL       server URL when --url is not given\n"
+         "  RLOCK_PASSWORD  password when --password-file is not given (never pass a password\n"
+         "                  as an option: it would show in ps)\n";
+}
+
+}  // namespace rlock::cli

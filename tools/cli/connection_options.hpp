@@ -1,0 +1,58 @@
+// connection_options.hpp: the options every rlock command shares to reach Redis, and how they
+// become an rlock::config.
+//
+// Sources, first match wins:
+//   server    --url, else $RLOCK_URL, else redis://127.0.0.1:6379
+//   password  the URL's own, else --password-file FILE (first line), else $RLOCK_PASSWORD;
+//             never an option value, so it does not show in `ps`
+//   user      the URL's own, else --user NAME (ACL user)
+//   TLS       rediss:// URLs; --tls-ca, --tls-cert, --tls-key, --tls-insecure
+//
+// Guarantees of make_config(): it validates everything it can without the network and throws
+// command_error: usage (64) for a malformed URL (naming where it came from and why) or
+// inconsistent TLS options; no_input (66) for a file that cannot be read. Retries are scaled
+// so that a command retried until its last attempt stays within --connect-timeout: delays
+// start at 10 ms and double up to min(1 s, connect timeout / 4), with as many attempts as fit
+// in three quarters of the connect timeout in the worst case (Redisson's 4 attempts of 1-2 s
+// would make a CLI wait for seconds on a server that is merely restarting, or a new client
+// whose connection is not yet started).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <rlock/config.hpp>
+#include <string>
+
+namespace rlock::cli {
+
+inline constexpr const char* default_url = "redis://127.0.0.1:6379";
+
+struct connection_options {
+  std::string url{};            ///< --url; empty: $RLOCK_URL or default_url
+  std::string user{};           ///< --user
+  std::string password_file{};  ///< --password-file
+  std::string tls_ca{};
+  std::string tls_cert{};
+  std::string tls_key{};
+  bool tls_insecure = false;
+  std::chrono::milliseconds timeout = std::chrono::milliseconds(3000);
+  std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(10000);
+};
+
+/// Adds the shared options to `app` (group "Connection").
+void add_connection_options(CLI::App& app, connection_options& opts);
+
+/// The server URL (--url, $RLOCK_URL or the default), not yet validated.
+std::string resolve_url(const connection_options& opts);
+
+/// The client configuration; see the guarantees above.
+rlock::config make_config(const connection_options& opts);
+
+/// The password rlock would use, if any (from --password-file or $RLOCK_PASSWORD); throws
+/// command_error(no_input) if the file cannot be read.
+std::optional<std::string> resolve_password(const connection_options& opts);
+
+/// Help text describing the environment variables, shared by --help and the man page.
+const char* connection_environment_help();
+
+}  // namespace rlock::cli

@@ -1,0 +1,112 @@
+#include "exec_acquire.hpp"
+
+#include <poll.h>
+
+#include <memory>
+#include <mutex>
+#include <stop_token>
+
+#include "duration.hpp"
+#include "event_flag.hpp"
+#include "holder_probe.hpp"
+#include "lock_release.hpp"
+
+namespace rlock::cli {
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct completion {
+  std::mutex mu;
+  bool done = false;
+  std::error_code ec;
+  bool acquired = false;
+  event_flag flag;
+};
+
+milliseconds since(clock::time_point t0) {
+  return std::chrono::duration_cast<milliseconds>(clock::now() - t0);
+}
+
+}  // namespace
+
+acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
+                                const acquire_request& request, signal_channel& signals,
+                                status_line& line) {
+  const auto t0 = clock::now();
+  auto result = std::make_shared<completion>();
+  std::stop_source stop;
+  rlock::acquire_options opts;
+  opts.wait = request.wait;
+  opts.lease = request.lease;
+  opts.stop = stop.get_token();
+  lock.async_acquire(request.owner, opts, [result](std::error_code ec, bool acquired) {
+    std::lock_guard lk(result->mu);
+    result->done = true;
+    result->ec = ec;
+    result->acquired = acquired;
+    result->flag.raise();
+  });
+
+  holder_probe probe(client, lock.key());
+  const milliseconds period =
+      line.mode() == progress_mode::log ? milliseconds(5000) : milliseconds(250);
+  auto next_tick = t0 + milliseconds(250);
+  if (line.mode() != progress_mode::off) probe.refresh();  // answered by the first tick
+  int interrupted_by = 0;
+  for (;;) {
+    {
+      std::lock_guard lk(result->mu);
+      if (result->done) break;
+    }
+    int timeout_ms = -1;
+    if (line.mode() != progress_mode::off) {
+      const auto left = std::chrono::ceil<milliseconds>(next_tick - clock::now());
+      timeout_ms = static_cast<int>(std::max<long long>(0, left.count()));
+    }
+    pollfd fds[2] = {{result->flag.fd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
+    ::poll(fds, 2, timeout_ms);
+    result->flag.clear();
+    while (auto info = signals.next()) {
+      const int sig = static_cast<int>(info->ssi_signo);
+      if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && interrupted_by == 0) {
+        interrupted_by = sig;
+        stop.request_stop();  // the acquire completes with errc::stopped, nothing held
+      }
+    }
+    if (line.mode() != progress_mode::off && clock::now() >= next_tick && interrupted_by == 0) {
+      probe.refresh();
+      std::string text =
+          "rlock: waiting " + format_duration(since(t0)) + " for '" + lock.name() + "'";
+      if (request.wait) text += " (of " + format_duration(*request.wait) + ")";
+      if (const std::string holder = probe.describe(); !holder.empty()) text += ": " + holder;
+      line.update(text);
+      next_tick += period;
+    }
+  }
+  line.clear();
+
+  acquire_result out;
+  out.waited = since(t0);
+  std::lock_guard lk(result->mu);
+  if (interrupted_by != 0) {
+    if (!result->ec && result->acquired) {
+      // Acquired just before the stop took effect: give it back before reporting.
+      // If this fails the hold ends with its lease anyway.
+      [[maybe_unused]] const std::error_code ec = release_hold(lock, request.owner);
+    }
+    out.outcome = acquire_outcome::interrupted;
+    out.signal = interrupted_by;
+    return out;
+  }
+  if (result->ec) {
+    out.outcome = acquire_outcome::failed;
+    out.error = result->ec;
+    return out;
+  }
+  out.outcome = result->acquired ? acquire_outcome::acquired : acquire_outcome::not_acquired;
+  return out;
+}
+
+}  // namespace rlock::cli

@@ -1,0 +1,206 @@
+#include "exec_command.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <stop_token>
+#include <system_error>
+
+#include "command_error.hpp"
+#include "connect.hpp"
+#include "duration.hpp"
+#include "duration_option.hpp"
+#include "event_flag.hpp"
+#include "exec_acquire.hpp"
+#include "exec_supervisor.hpp"
+#include "lock_release.hpp"
+#include "signal_channel.hpp"
+#include "signal_names.hpp"
+#include "spawn.hpp"
+#include "status_line.hpp"
+
+namespace rlock::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr const char* footer_text =
+    "The command starts once the lock is held and the lock is released when it ends, also\n"
+    "when it crashes. Without --lease the client's watchdog renews the lock every third of\n"
+    "--watchdog-timeout while the command runs.\n"
+    "\n"
+    "Lock loss: when renewal finds the lock gone (deleted, force-unlocked, expired) or cannot\n"
+    "renew it before its lease ends (with --lease: when the lease runs out), the command gets\n"
+    "--on-loss, then SIGKILL after --grace, and rlock exits with --lost-exit-code.\n"
+    "\n"
+    "Signals: SIGINT/SIGTERM/SIGHUP sent to rlock are forwarded to the command (Ctrl-C from\n"
+    "the terminal reaches it directly). While waiting they abort the wait (exit 130/143/129)\n"
+    "and the command never starts. Signals go to the command's own process: a shell wrapper\n"
+    "should `exec` the real program.\n"
+    "\n"
+    "Environment of the command: RLOCK_NAME=<NAME>. RLOCK_TOKEN=<fencing token> only for locks\n"
+    "that have one (not the reentrant lock: it is never set now).\n"
+    "\n"
+    "While waiting, a status line on a terminal's stderr shows the holder, its TTL and the time\n"
+    "waited; with --verbose also when stderr is not a terminal (one line every 5 s).\n"
+    "\n"
+    "Exit status: the command's (128+N if it died of signal N); 75 not acquired within --wait;\n"
+    "76 lock lost; 126 command not executable; 127 command not found; 64 usage; 65 the key is\n"
+    "not a lock; 69 server unavailable; 128+N interrupted by signal N while waiting.\n"
+    "\n"
+    "Durations: 250ms, 10s, 1.5s, 2m, 1h, 1h30m (units ms, s, m, h; up to 3 decimals).\n";
+
+/// The fencing token of the hold, for $RLOCK_TOKEN. This is the hook for fenced locks
+/// (Redisson's RFencedLock returns a token with each acquire): the reentrant lock has no token,
+/// so there is none to pass.
+std::optional<std::string> fencing_token(const rlock::lock& /*lock*/, std::uint64_t /*owner*/) {
+  return std::nullopt;
+}
+
+/// RLOCK_NAME, and RLOCK_TOKEN set or removed (an outer `rlock exec` may have set it).
+std::vector<std::string> command_environment(const std::string& name,
+                                             const std::optional<std::string>& token) {
+  return {"RLOCK_NAME=" + name, token ? "RLOCK_TOKEN=" + *token : "RLOCK_TOKEN"};
+}
+
+std::string loss_reason(const exec_options& o) {
+  if (o.lease) {
+    return "its " + format_duration(*o.lease) +
+           " lease ran out, or it was deleted or taken over meanwhile";
+  }
+  return "renewal found it gone (deleted, force-unlocked or expired), or could not renew it "
+         "before its lease ended";
+}
+
+}  // namespace
+
+CLI::App* add_exec_command(CLI::App& app, exec_options& opts) {
+  CLI::App* sub = app.add_subcommand("exec", "Run a command while holding a lock");
+  sub->add_option("name", opts.name, "Lock name")->required()->type_name("NAME");
+  sub->add_option("command", opts.command, "The command and its arguments (after --)")
+      ->type_name("CMD [ARGS...]");
+  add_duration_option(*sub, "--wait", opts.wait,
+                      "Give up (exit --conflict-exit-code) if not acquired within DUR; 0s tries "
+                      "once (default: wait forever)");
+  add_duration_option(*sub, "--lease", opts.lease,
+                      "Hold the lock for at most DUR, not renewed (default: the watchdog renews "
+                      "it while the command runs)",
+                      duration_bound::positive);
+  add_duration_option(*sub, "--watchdog-timeout", opts.watchdog_timeout,
+                      "Watchdog lease, renewed every third of it (default 30s)",
+                      duration_bound::positive);
+  sub->add_option("--on-loss", opts.on_loss,
+                  "Signal for the command when the lock is lost (name or number)")
+      ->type_name("SIGNAL")
+      ->capture_default_str();
+  add_duration_option(*sub, "--grace", opts.grace,
+                      "After the loss signal, wait this long before SIGKILL");
+  sub->add_option("--conflict-exit-code", opts.conflict_exit_code,
+                  "Exit status when not acquired within --wait")
+      ->type_name("CODE")
+      ->check(CLI::Range(0, 255).description(""))
+      ->capture_default_str();
+  sub->add_option("--lost-exit-code", opts.lost_exit_code,
+                  "Exit status when the lock is lost while the command runs")
+      ->type_name("CODE")
+      ->check(CLI::Range(0, 255).description(""))
+      ->capture_default_str();
+  sub->add_flag("-v,--verbose", opts.verbose,
+                "Report progress on stderr also when it is not a terminal");
+  add_connection_options(*sub, opts.connection);
+  sub->footer(footer_text);
+  return sub;
+}
+
+int run_exec(const exec_options& o) {
+  const std::optional<int> loss_signal = parse_signal(o.on_loss);
+  if (!loss_signal) throw usage_error("--on-loss: unknown signal '" + o.on_loss + "'");
+  if (o.command.empty()) throw usage_error("no command given (rlock exec NAME -- CMD [ARGS...])");
+  if (o.name.empty()) throw usage_error("the lock name must not be empty");
+  rlock::config cfg = make_config(o.connection);
+  if (o.watchdog_timeout) {
+    if (*o.watchdog_timeout < milliseconds(3))
+      throw usage_error("--watchdog-timeout must be at least 3ms");
+    cfg.lock_watchdog_timeout = *o.watchdog_timeout;
+  }
+
+  // Before the client starts its threads: they inherit the mask, so these signals are only
+  // ever read from the descriptor.
+  signal_channel signals{SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+  rlock::client client = connect_checked(cfg, &signals);
+  rlock::lock lock = client.get_lock(o.name);
+  const std::uint64_t owner = rlock::this_thread_owner_id();
+
+  status_line line(progress_mode_for(o.verbose));
+  const acquire_result acquired =
+      acquire_for_exec(client, lock, {owner, o.wait, o.lease}, signals, line);
+  switch (acquired.outcome) {
+    case acquire_outcome::acquired:
+      break;
+    case acquire_outcome::not_acquired:
+      throw command_error(o.conflict_exit_code, o.wait.value_or(milliseconds(0)).count() <= 0
+                                                    ? "lock '" + o.name +
+                                                          "' is held (--wait 0s: one attempt); "
+                                                          "the command was not run"
+                                                    : "lock '" + o.name + "' not acquired within " +
+                                                          format_duration(*o.wait) +
+                                                          "; the command was not run");
+    case acquire_outcome::interrupted:
+      throw command_error(exit_codes::signal_base + acquired.signal,
+                          "interrupted by " + signal_name(acquired.signal) +
+                              " while waiting for '" + o.name + "'; the command was not run");
+    case acquire_outcome::failed:
+      throw command_error(exit_code_for(acquired.error),
+                          "cannot acquire '" + o.name + "': " + acquired.error.message());
+  }
+  if (o.verbose) {
+    write_stderr("rlock: acquired '" + o.name + "' after " + format_duration(acquired.waited) +
+                 "\n");
+  }
+
+  // From here on the lock is held: every path releases it.
+  event_flag lost;
+  std::stop_callback on_loss(lock.loss_token(owner), [&lost] { lost.raise(); });
+  if (lost.clear()) {  // already lost (a lease shorter than the way here): do not start
+    [[maybe_unused]] const std::error_code ec = release_hold(lock, owner);
+    throw command_error(o.lost_exit_code,
+                        "lost lock '" + o.name + "' before the command started; it was not run");
+  }
+  int spawn_error = 0;
+  const pid_t pid = spawn_process(
+      o.command, command_environment(o.name, fencing_token(lock, owner)), {}, &spawn_error);
+  if (pid < 0) {
+    [[maybe_unused]] const std::error_code ec = release_hold(lock, owner);  // nothing ran
+    throw command_error(
+        spawn_error == ENOENT ? exit_codes::not_found : exit_codes::cannot_execute,
+        "cannot run '" + o.command.front() + "': " + std::system_category().message(spawn_error));
+  }
+  const supervision_result ran =
+      supervise_command(pid, {*loss_signal, o.grace, o.name, loss_reason(o)}, signals, lost);
+
+  const std::error_code released = release_hold(lock, owner);
+  if (ran.lost) {
+    write_stderr("rlock: the command ended with status " + std::to_string(ran.status) +
+                 " after the lock was lost; exiting with " + std::to_string(o.lost_exit_code) +
+                 "\n");
+    return o.lost_exit_code;
+  }
+  if (released == rlock::errc::not_owner) {
+    write_stderr("rlock: lock '" + o.name +
+                 "' was no longer held when the command ended (deleted or expired while it ran, "
+                 "before renewal noticed); exiting with " +
+                 std::to_string(o.lost_exit_code) + "\n");
+    return o.lost_exit_code;
+  }
+  if (released) {
+    write_stderr("rlock: warning: could not release lock '" + o.name + "': " + released.message() +
+                 "; it expires when its lease ends\n");
+  } else if (o.verbose) {
+    write_stderr("rlock: released '" + o.name + "'; the command exited with status " +
+                 std::to_string(ran.status) + "\n");
+  }
+  return ran.status;
+}
+
+}  // namespace rlock::cli

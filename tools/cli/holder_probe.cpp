@@ -1,0 +1,66 @@
+#include "holder_probe.hpp"
+
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "duration.hpp"
+#include "lock_inspection.hpp"
+
+namespace rlock::cli {
+
+struct holder_probe::state {
+  std::mutex mu;
+  int in_flight = 0;
+  bool answered = false;
+  std::vector<owner_hold> owners;
+  std::optional<long long> pttl;
+};
+
+holder_probe::holder_probe(rlock::client& client, std::string key)
+    : client_(client), key_(std::move(key)), state_(std::make_shared<state>()) {}
+
+void holder_probe::refresh() {
+  {
+    std::lock_guard lk(state_->mu);
+    if (state_->in_flight > 0) return;
+    state_->in_flight = 2;
+  }
+  client_.async_execute({"HGETALL", key_}, [s = state_](std::error_code ec, rlock::reply r) {
+    std::lock_guard lk(s->mu);
+    --s->in_flight;
+    if (ec) return;
+    s->owners = owners_from_hgetall(r);
+    s->answered = true;
+  });
+  client_.async_execute({"PTTL", key_}, [s = state_](std::error_code ec, rlock::reply r) {
+    std::lock_guard lk(s->mu);
+    --s->in_flight;
+    if (ec) return;
+    s->pttl = r.integer();
+  });
+}
+
+std::string holder_probe::describe() const {
+  std::lock_guard lk(state_->mu);
+  if (!state_->answered) return "";
+  if (state_->owners.empty()) return "free";
+  std::string out;
+  if (state_->pttl && *state_->pttl >= 0) {
+    out += "ttl " + format_duration(std::chrono::milliseconds(*state_->pttl)) + ", ";
+  }
+  out += "held by ";
+  for (std::size_t i = 0; i < state_->owners.size(); ++i) {
+    const owner_hold& o = state_->owners[i];
+    // "<uuid>:<id>" is long for one line: the uuid's first 8 characters identify the client.
+    const std::size_t colon = o.owner.rfind(':');
+    std::string who = o.owner;
+    if (colon != std::string::npos && colon > 8)
+      who = o.owner.substr(0, 8) + "..." + o.owner.substr(colon);
+    out += (i ? ", " : "") + who;
+    if (o.holds != 1) out += " (" + std::to_string(o.holds) + " holds)";
+  }
+  return out;
+}
+
+}  // namespace rlock::cli

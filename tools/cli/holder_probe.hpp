@@ -1,0 +1,32 @@
+// holder_probe.hpp: who holds a lock and its TTL, refreshed in the background for the status
+// line of `rlock exec` while it waits.
+//
+// Guarantees: refresh() sends HGETALL and PTTL of the key without blocking, and only if the
+// previous pair has been answered, so at most two requests are ever in flight whatever the
+// refresh rate. describe() never blocks: it renders the last answers. Results that arrive after
+// the probe is destroyed are dropped safely (shared state). refresh() and describe() are for one
+// thread; the completion handlers may run on the client's I/O threads.
+#pragma once
+
+#include <memory>
+#include <rlock/client.hpp>
+#include <string>
+
+namespace rlock::cli {
+
+class holder_probe {
+ public:
+  holder_probe(rlock::client& client, std::string key);
+
+  void refresh();
+  /// e.g. "ttl 27.1s, held by 5b0d2f1e...:1", "free", or "" before the first answer.
+  std::string describe() const;
+
+ private:
+  struct state;
+  rlock::client& client_;
+  std::string key_;
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace rlock::cli

@@ -1,0 +1,96 @@
+#include "lock_inspection.hpp"
+
+#include <charconv>
+
+#include "redisson_names.hpp"
+
+namespace rlock::cli {
+namespace {
+
+std::optional<long long> to_integer(std::string_view s) {
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+long long numsub(rlock::client& c, const std::string& channel) {
+  const rlock::reply r = c.execute({"PUBSUB", "NUMSUB", channel});
+  return r.size() >= 2 ? r[1].integer() : 0;
+}
+
+bool exists(rlock::client& c, const std::string& key) {
+  return c.execute({"EXISTS", key}).integer() > 0;
+}
+
+}  // namespace
+
+std::vector<owner_hold> owners_from_hgetall(const rlock::reply_view& r) {
+  std::vector<owner_hold> out;
+  for (std::size_t i = 0; i + 1 < r.size(); i += 2) {
+    const std::string_view field = r[i].str();
+    if (field == "mode") continue;
+    if (auto holds = to_integer(r[i + 1].str())) out.push_back({std::string(field), *holds});
+  }
+  return out;
+}
+
+lock_report inspect_lock(rlock::client& client, const std::string& name) {
+  lock_report rep;
+  rep.name = name;
+  rep.key = client.get_lock(name).key();
+  rep.channel = redisson::lock_channel(rep.key);
+  rep.listeners = numsub(client, rep.channel);
+  const std::string type(client.execute({"TYPE", rep.key}).str());
+  if (type == "none") return rep;
+  const long long pttl = client.execute({"PTTL", rep.key}).integer();
+  if (pttl >= 0) rep.ttl_ms = pttl;
+  if (type == "hash") {
+    rep.state = lock_state::held;
+    const rlock::reply all = client.execute({"HGETALL", rep.key});
+    rep.owners = owners_from_hgetall(all);
+    for (std::size_t i = 0; i + 1 < all.size(); i += 2) {
+      if (all[i].str() == "mode") rep.mode = std::string(all[i + 1].str());
+    }
+    if (rep.mode) {
+      rep.kind = "read_write_lock";
+    } else if (exists(client, redisson::fair_lock_queue(rep.key))) {
+      rep.kind = "fair_lock";
+    } else if (exists(client, redisson::fenced_lock_token(rep.key))) {
+      rep.kind = "fenced_lock";
+    } else {
+      rep.kind = "lock";
+    }
+    return rep;
+  }
+  rep.state = lock_state::other;
+  if (type == "string") {
+    rep.value = to_integer(client.execute({"GET", rep.key}).str());
+    if (exists(client, redisson::expirable_semaphore_timeouts(rep.key))) {
+      rep.kind = "permit_expirable_semaphore";
+    } else if (numsub(client, redisson::count_down_latch_channel(rep.key)) > 0) {
+      rep.kind = "count_down_latch";
+    } else if (rep.value) {
+      rep.kind = "semaphore_or_latch";
+    } else {
+      rep.kind = "other:string";
+    }
+    return rep;
+  }
+  rep.kind = "other:" + type;
+  return rep;
+}
+
+const char* to_string(lock_state s) {
+  switch (s) {
+    case lock_state::free:
+      return "free";
+    case lock_state::held:
+      return "held";
+    case lock_state::other:
+      return "other";
+  }
+  return "other";
+}
+
+}  // namespace rlock::cli

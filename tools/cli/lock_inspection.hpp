@@ -1,0 +1,54 @@
+// lock_inspection.hpp: what a lock name stands for in Redis right now, read from Redisson's key
+// layout (see redisson_names.hpp), for `rlock status` and the waiting status line of `exec`.
+//
+// Guarantees: inspect_lock() only reads (TYPE, HGETALL, PTTL, EXISTS, GET, PUBSUB NUMSUB); it
+// throws rlock::error on any failure. The commands are separate round trips, so the report is
+// not one atomic snapshot: a lock may change hands between them.
+//
+// kind:
+//   free                        no key
+//   lock                        hash of owners (RLock)
+//   fair_lock                   such a hash, and redisson_lock_queue:{name} exists (RFairLock)
+//   fenced_lock                 such a hash, and redisson_lock_token:{name} exists (RFencedLock)
+//   read_write_lock             hash with a "mode" field (RReadWriteLock)
+//   permit_expirable_semaphore  string, and {name}:timeout exists
+//   count_down_latch            string, and its latch channel has subscribers
+//   semaphore_or_latch          string holding an integer (RSemaphore or an idle RCountDownLatch)
+//   other:<type>                anything else (TYPE's answer, e.g. other:list)
+#pragma once
+
+#include <optional>
+#include <rlock/client.hpp>
+#include <string>
+#include <vector>
+
+namespace rlock::cli {
+
+struct owner_hold {
+  std::string owner{};  ///< hash field "<client-uuid>:<owner-id>"
+  long long holds = 0;  ///< reentrant hold count
+};
+
+enum class lock_state { free, held, other };
+
+struct lock_report {
+  std::string name{};
+  std::string key{};
+  std::string channel{};  ///< the lock's unlock channel
+  lock_state state = lock_state::free;
+  std::string kind = "free";
+  std::vector<owner_hold> owners{};
+  std::optional<std::string> mode{};  ///< read_write_lock: "read" or "write"
+  std::optional<long long> ttl_ms{};  ///< PTTL; nullopt if no key or no expiry
+  long long listeners = 0;            ///< PUBSUB NUMSUB of `channel`
+  std::optional<long long> value{};   ///< string kinds: the integer value
+};
+
+lock_report inspect_lock(rlock::client& client, const std::string& name);
+
+/// The owners in an HGETALL reply of a lock hash (fields with integer values, "mode" skipped).
+std::vector<owner_hold> owners_from_hgetall(const rlock::reply_view& r);
+
+const char* to_string(lock_state s);
+
+}  // namespace rlock::cli

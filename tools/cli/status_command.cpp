@@ -1,0 +1,98 @@
+#include "status_command.hpp"
+
+#include <iostream>
+#include <sstream>
+
+#include "command_error.hpp"
+#include "connect.hpp"
+#include "duration.hpp"
+#include "json_text.hpp"
+#include "lock_inspection.hpp"
+
+namespace rlock::cli {
+namespace {
+
+constexpr const char* footer_text =
+    "Output (--json: one object on one line; the fields are stable and always present):\n"
+    "  name       the lock name as given\n"
+    "  key        the Redis key\n"
+    "  state      \"free\" (no key), \"held\" (a lock of any kind), \"other\" (a non-lock key)\n"
+    "  kind       free, lock, fair_lock, fenced_lock, read_write_lock,\n"
+    "             permit_expirable_semaphore, count_down_latch, semaphore_or_latch,\n"
+    "             or other:<redis type>\n"
+    "  owners     [{\"owner\": \"<client-uuid>:<thread-id>\", \"holds\": N}, ...]\n"
+    "  mode       read_write_lock: \"read\" or \"write\"; otherwise null\n"
+    "  ttl_ms     remaining TTL in milliseconds; null if no key or no expiry\n"
+    "  listeners  clients subscribed to the lock's channel (waiters, usually)\n"
+    "  channel    that channel: redisson_lock__channel:{NAME}\n"
+    "  value      string kinds (semaphores, latches): the integer value; otherwise null\n"
+    "\n"
+    "Exit status: 0 whether free or held; 64 usage; 69 server unavailable.\n";
+
+std::string optional_json(const std::optional<long long>& v) {
+  return v ? std::to_string(*v) : "null";
+}
+
+std::string to_json(const lock_report& r) {
+  std::ostringstream out;
+  out << "{\"name\":" << json_quote(r.name) << ",\"key\":" << json_quote(r.key)
+      << ",\"state\":" << json_quote(to_string(r.state)) << ",\"kind\":" << json_quote(r.kind)
+      << ",\"owners\":[";
+  for (std::size_t i = 0; i < r.owners.size(); ++i) {
+    out << (i ? "," : "") << "{\"owner\":" << json_quote(r.owners[i].owner)
+        << ",\"holds\":" << r.owners[i].holds << "}";
+  }
+  out << "],\"mode\":" << (r.mode ? json_quote(*r.mode) : "null")
+      << ",\"ttl_ms\":" << optional_json(r.ttl_ms) << ",\"listeners\":" << r.listeners
+      << ",\"channel\":" << json_quote(r.channel) << ",\"value\":" << optional_json(r.value) << "}";
+  return out.str();
+}
+
+std::string to_text(const lock_report& r) {
+  std::ostringstream out;
+  out << "name:       " << r.name << "\n";
+  if (r.key != r.name) out << "key:        " << r.key << "\n";
+  out << "state:      " << to_string(r.state) << "\n";
+  out << "kind:       " << r.kind << (r.mode ? " (mode " + *r.mode + ")" : "") << "\n";
+  if (r.state == lock_state::held) {
+    out << "owners:     ";
+    if (r.owners.empty()) out << "(none)";
+    for (std::size_t i = 0; i < r.owners.size(); ++i) {
+      out << (i ? "\n            " : "") << r.owners[i].owner << " (" << r.owners[i].holds
+          << (r.owners[i].holds == 1 ? " hold)" : " holds)");
+    }
+    out << "\n";
+  }
+  if (r.value) out << "value:      " << *r.value << "\n";
+  if (r.state != lock_state::free) {
+    out << "ttl:        "
+        << (r.ttl_ms ? format_duration(std::chrono::milliseconds(*r.ttl_ms)) : "no expiry") << "\n";
+  }
+  out << "listeners:  " << r.listeners << " on " << r.channel << "\n";
+  return out.str();
+}
+
+}  // namespace
+
+CLI::App* add_status_command(CLI::App& app, status_options& opts) {
+  CLI::App* sub = app.add_subcommand("status", "Show whether a lock is free or held, and by whom");
+  sub->add_option("name", opts.name, "Lock name")->required()->type_name("NAME");
+  sub->add_flag("--json", opts.json, "Print one JSON object (fields below)");
+  add_connection_options(*sub, opts.connection);
+  sub->footer(footer_text);
+  return sub;
+}
+
+int run_status(const status_options& opts) {
+  rlock::client client = connect_checked(make_config(opts.connection));
+  lock_report report;
+  try {
+    report = inspect_lock(client, opts.name);
+  } catch (const rlock::error& e) {
+    throw command_error(exit_code_for(e.code()), e.what());
+  }
+  std::cout << (opts.json ? to_json(report) + "\n" : to_text(report)) << std::flush;
+  return exit_codes::ok;
+}
+
+}  // namespace rlock::cli
