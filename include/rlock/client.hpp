@@ -136,12 +136,17 @@ class client {
   using callback = std::function<void(std::error_code, reply)>;
 
   /// Adapts a completion handler: it runs on its associated executor (default: the client's).
+  /// Like Asio's own operations, it keeps that executor's context busy (a work guard) until the
+  /// handler has been handed over, so a caller's io_context::run() cannot return, and the
+  /// context be destroyed, while this client is still posting into it.
   template <class Handler>
   callback wrap(Handler handler) {
     auto ex = asio::get_associated_executor(handler, get_executor());
+    auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
-    return [h, ex](std::error_code ec, reply r) mutable {
+    return [h, ex, work](std::error_code ec, reply r) mutable {
       asio::dispatch(ex, [h, ec, r = std::move(r)]() mutable { (*h)(ec, std::move(r)); });
+      work->reset();
     };
   }
   void start_execute(std::vector<std::string> args, callback cb);

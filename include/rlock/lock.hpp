@@ -218,19 +218,28 @@ class reentrant_lock {
         token, owner_id, std::move(o));
   }
 
+  // The handler runs on its associated executor (default: the client's). A work guard keeps
+  // that executor's context busy until the handler has been handed over (as Asio's own
+  // operations do), so the caller's io_context cannot be destroyed while we post into it.
   template <class T, class Handler>
   callback<T> wrap(Handler handler) {
     auto ex = asio::get_associated_executor(handler, executor());
+    auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
-    return [h, ex](std::error_code ec, T v) {
+    return [h, ex, work](std::error_code ec, T v) {
       asio::dispatch(ex, [h, ec, v]() mutable { (*h)(ec, v); });
+      work->reset();
     };
   }
   template <class Handler>
   void_callback wrap_void(Handler handler) {
     auto ex = asio::get_associated_executor(handler, executor());
+    auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
-    return [h, ex](std::error_code ec) { asio::dispatch(ex, [h, ec]() mutable { (*h)(ec); }); };
+    return [h, ex, work](std::error_code ec) {
+      asio::dispatch(ex, [h, ec]() mutable { (*h)(ec); });
+      work->reset();
+    };
   }
 
   asio::io_context::executor_type executor() const;
