@@ -63,6 +63,8 @@ struct core::attempt {
   const script* via_script = nullptr;  // set for EVALSHA: the text for NOSCRIPT recovery
   bool from_script = false;
   bool noscript_retried = false;
+  bool written_once = false;  // some attempt may have reached the server
+  clock::time_point last_sent{};
   std::chrono::milliseconds timeout{0};
   std::string route_key;
   retry_fsm fsm;
@@ -229,6 +231,7 @@ void core::send(const std::shared_ptr<attempt>& a) {
     return;
   }
   request r;
+  a->last_sent = clock::now();
   r.external = &a->payload;  // `a` lives until r.done has run
   r.from_script = a->from_script;
   r.deadline = std::min(clock::now() + a->timeout, a->fsm.deadline());
@@ -237,6 +240,7 @@ void core::send(const std::shared_ptr<attempt>& a) {
 }
 
 void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
+  res.sent_at = a->last_sent;
   if (res.ec && a->from_script && !a->noscript_retried && res.detail.starts_with("NOSCRIPT")) {
     // The server lost the script (SCRIPT FLUSH, restart, failover): nothing ran. Send the text.
     a->noscript_retried = true;
@@ -254,7 +258,17 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
     }
     act = a->fsm.on_result(res.ec, res.written, clock::now(), delay);
   }
+  // A server-side BUSY or LOADING reply proves the command did not run.
+  if (res.written && res.ec && res.ec != errc::server_busy) a->written_once = true;
   if (act.what != retry_fsm::action::kind::retry_after) {
+    if (res.ec && !res.written && a->written_once && is_transient(res.ec)) {
+      // This attempt certainly did not run, but an earlier one was sent and may have: the
+      // request's outcome is unknown, not "not applied".
+      res.ec = make_error_code(errc::connection_lost);
+      res.written = true;
+      res.detail = "an earlier attempt was sent and its outcome is unknown; last attempt: " +
+                   res.detail;
+    }
     auto cb = std::move(a->done);
     if (cb) cb(std::move(res));
     return;

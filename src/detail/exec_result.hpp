@@ -1,6 +1,7 @@
 // The outcome of one request, and how server error replies map onto rlock::errc.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -15,6 +16,9 @@ namespace rlock::detail {
 struct exec_result {
   std::error_code ec;
   bool written = false;
+  /// When the attempt that produced this result was handed to the connection (retries
+  /// included: the last one). Set by core; a lease granted by this reply started after it.
+  std::chrono::steady_clock::time_point sent_at{};
   reply value;
   std::string detail;  ///< server error text or transport error text
 };

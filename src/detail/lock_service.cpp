@@ -112,6 +112,18 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
   o->renew = !o->req.lease.has_value();
   o->lease = o->req.lease.value_or(core_->cfg().lock_watchdog_timeout);
 
+  {
+    std::lock_guard lk(mu_);
+    const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
+    if (!closed_ && undo_in_flight_.count(key) != 0) {
+      after_undo_[key].push_back(o);  // started when this owner's clean-up has landed
+      return;
+    }
+  }
+  start(o);
+}
+
+void lock_service::start(const std::shared_ptr<op>& o) {
   bool head = true;
   bool subscribed = false;
   {
@@ -124,6 +136,13 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
     }
     entry& e = entries_[o->req.raw_name];
     auto h = e.holds.find(o->req.owner_id);
+    if (h != e.holds.end() && h->second.lost.stop_requested()) {
+      // The owner's earlier hold was lost (and reported): this acquire starts afresh, with a
+      // new loss signal. If the server still counts that hold (a lost reply), the acquire
+      // script recognises it as this acquire's and does not count it twice.
+      e.holds.erase(h);
+      h = e.holds.end();
+    }
     o->prior_count = h == e.holds.end() ? 0 : h->second.count;
     if (h != e.holds.end()) o->watchdog_id = h->second.watchdog_id;
     subscribed = e.sub == entry::sub_state::active;
@@ -190,17 +209,10 @@ void lock_service::run(const std::shared_ptr<op>& o, acquire_fsm::action a,
 }
 
 void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<std::mutex>& lk) {
-  if (o->prior_count == 0 && o->watchdog_id == 0) {
-    // Registered before the acquire is sent; activated only if it succeeds.
-    std::weak_ptr<lock_service> svc = weak_from_this();
-    const std::string name = o->req.raw_name;
-    const std::uint64_t owner_id = o->req.owner_id;
-    auto id_holder = std::make_shared<std::uint64_t>(0);
-    o->watchdog_id = watchdog_->add(name, o->owner, o->lease, o->renew,
-                                    [svc, name, owner_id, id_holder](std::error_code) {
-                                      if (auto s = svc.lock()) s->on_lost(name, owner_id, *id_holder);
-                                    });
-    *id_holder = o->watchdog_id;
+  if (o->watchdog_id == 0) {
+    // Registered before the acquire is sent; activated only if it succeeds. (A re-entry whose
+    // hold lost its registration, after a failed unlock say, registers again.)
+    o->watchdog_id = register_hold(o->req.raw_name, o->req.owner_id, o->owner, o->lease, o->renew);
     o->watchdog_added_here = true;
   }
   const std::string lease = std::to_string(o->lease.count());
@@ -214,8 +226,11 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     long long server_ms = -1;
     const acquire_fsm::reply r = decode_acquire(res, server_ms);
     const bool written = res.written;
-    self->step(o, [o, r, written, server_ms](acquire_fsm& f) {
+    const auto sent_at = res.sent_at;
+    self->step(o, [o, r, written, server_ms, sent_at](acquire_fsm& f) {
       o->last_written = written;
+      // A resent attempt's lease starts at its own send time, not the first attempt's.
+      if (sent_at != clock::time_point{}) o->sent_at = sent_at;
       if (server_ms >= 0) {
         o->enqueue_sent_at = o->sent_at;
         o->enqueue_server_ms = server_ms;
@@ -240,6 +255,19 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   const std::string_view args[] = {lease, o->owner, prior};
   lk.unlock();
   core_->eval(lock_acquire_script(), keys, args, opts, std::move(on_reply));
+}
+
+std::uint64_t lock_service::register_hold(const std::string& raw_name, std::uint64_t owner_id,
+                                          const std::string& owner,
+                                          std::chrono::milliseconds lease, bool renew) {
+  std::weak_ptr<lock_service> svc = weak_from_this();
+  auto id_holder = std::make_shared<std::uint64_t>(0);
+  const std::uint64_t id =
+      watchdog_->add(raw_name, owner, lease, renew, [svc, raw_name, owner_id, id_holder](std::error_code) {
+        if (auto s = svc.lock()) s->on_lost(raw_name, owner_id, *id_holder);
+      });
+  *id_holder = id;
+  return id;
 }
 
 void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until) {
@@ -492,6 +520,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
       ++h.count;
       h.watchdog_id = o->watchdog_id;
       h.lease = o->lease;
+      h.renew = o->renew;
     } else if (o->watchdog_added_here) {
       watchdog_->remove(o->watchdog_id);
     }
@@ -528,18 +557,41 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
       std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
   exec_options opts;
   opts.idempotent = true;
+  // Until this clean-up has landed, the same owner's next acquire waits: its count check could
+  // otherwise match (and release) that later acquire.
+  const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
+  {
+    std::lock_guard lk(mu_);
+    ++undo_in_flight_[key];
+  }
+  auto landed = [self = shared_from_this(), key](exec_result) {
+    std::vector<std::shared_ptr<op>> ready;
+    {
+      std::lock_guard lk(self->mu_);
+      auto it = self->undo_in_flight_.find(key);
+      if (it != self->undo_in_flight_.end() && --it->second <= 0) {
+        self->undo_in_flight_.erase(it);
+        auto w = self->after_undo_.find(key);
+        if (w != self->after_undo_.end()) {
+          ready.swap(w->second);
+          self->after_undo_.erase(w);
+        }
+      }
+    }
+    for (auto& r : ready) self->start(r);
+  };
   if (cfg.lock_queue) {
     const std::string queue = queue_key(o->req.raw_name);
     const std::string live = queue_live_key(o->req.raw_name);
     const std::string handoff = handoff_channel(o->req.raw_name);
     const std::string_view keys[] = {o->req.raw_name, o->channel, latch, queue, live, handoff};
     const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
-    core_->eval(lock_unlock_queued_script(), keys, args, opts, [](exec_result) {});
+    core_->eval(lock_unlock_queued_script(), keys, args, opts, std::move(landed));
     return;
   }
   const std::string_view keys[] = {o->req.raw_name, o->channel, latch};
   const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
-  core_->eval(lock_unlock_script(), keys, args, opts, [](exec_result) {});
+  core_->eval(lock_unlock_script(), keys, args, opts, std::move(landed));
 }
 
 void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
@@ -622,6 +674,8 @@ clock::time_point lock_service::valid_until(const std::string& raw_name, std::ui
 void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
                           unlock_callback done) {
   std::chrono::milliseconds lease = core_->cfg().lock_watchdog_timeout;
+  // Set when this unlock cancelled the hold's renewal (the hold's last deadline).
+  std::optional<clock::time_point> cancelled_valid_until;
   {
     std::lock_guard lk(mu_);
     auto it = entries_.find(raw_name);
@@ -631,6 +685,7 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
         lease = h->second.lease;
         if (h->second.count <= 1 && h->second.watchdog_id != 0) {
           // Cancelled before the unlock is sent: no renewal can outlive it (Redisson #7272).
+          cancelled_valid_until = watchdog_->valid_until(h->second.watchdog_id);
           watchdog_->remove(h->second.watchdog_id);
           h->second.watchdog_id = 0;
         }
@@ -659,19 +714,35 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
   const std::span<const std::string_view> args =
       queued ? std::span<const std::string_view>(args_queued) : args_plain;
   core_->eval(queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
-              [self = shared_from_this(), raw_name, owner_id,
+              [self = shared_from_this(), raw_name, owner_id, cancelled_valid_until,
                done = std::move(done)](exec_result res) {
                 const unlock_outcome outcome = decode_unlock(res);
                 std::error_code ec = outcome.ec;
                 const bool not_owner = !ec && outcome.result == unlock_result::not_owner;
                 const bool released = !ec && outcome.result == unlock_result::released;
+                std::stop_source lost;
+                bool signal_loss = false;
                 {
                   std::lock_guard lk(self->mu_);
                   auto it = self->entries_.find(raw_name);
                   if (it != self->entries_.end()) {
                     entry& e = it->second;
                     auto h = e.holds.find(owner_id);
-                    if (h != e.holds.end() && !ec) {
+                    if (h != e.holds.end() && ec && cancelled_valid_until) {
+                      // The final unlock failed, its outcome possibly unknown, and renewal was
+                      // cancelled before it was sent. The hold is reported lost: it is no
+                      // longer renewed, so its lease runs out on the server unless the unlock
+                      // was applied. (Renewing it again would keep a lock whose owner believes
+                      // it released alive for as long as the client runs.) The owner's next
+                      // acquire starts afresh.
+                      lost = h->second.lost;
+                      signal_loss = true;
+                    } else if (h != e.holds.end() && !ec) {
+                      if (not_owner) {
+                        // The lock was already gone: the holder is told, if it was not yet.
+                        lost = h->second.lost;
+                        signal_loss = true;
+                      }
                       if (released || not_owner || --h->second.count <= 0) {
                         if (h->second.watchdog_id != 0) self->watchdog_->remove(h->second.watchdog_id);
                         e.holds.erase(h);
@@ -680,6 +751,7 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
                     self->maybe_linger_locked(raw_name, e);
                   }
                 }
+                if (signal_loss) lost.request_stop();
                 if (not_owner) ec = make_error_code(errc::not_owner);
                 done(ec);
               });

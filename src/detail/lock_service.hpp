@@ -61,6 +61,7 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     int count = 0;
     std::uint64_t watchdog_id = 0;
     std::chrono::milliseconds lease{};
+    bool renew = true;
     std::stop_source lost;
   };
   struct entry {
@@ -93,12 +94,21 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// Undoes an acquire that may have been applied, and (queued mode) leaves the wait queue.
   void release_or_leave(const std::shared_ptr<op>& o);
   void maybe_linger_locked(const std::string& raw_name, entry& e);
+  /// Registers a hold with the watchdog (its loss callback reaches on_lost).
+  std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,
+                              const std::string& owner, std::chrono::milliseconds lease,
+                              bool renew);
+  void start(const std::shared_ptr<op>& o);
   void on_lost(const std::string& raw_name, std::uint64_t owner_id, std::uint64_t wd_id);
 
   std::shared_ptr<core> core_;
   std::shared_ptr<watchdog> watchdog_;
   std::mutex mu_;
   std::map<std::string, entry> entries_;
+  // Undo/leave scripts in flight per (name, owner), and acquires of that owner waiting for
+  // them: a later acquire must not be undone by an earlier acquire's clean-up.
+  std::map<std::pair<std::string, std::uint64_t>, int> undo_in_flight_;
+  std::map<std::pair<std::string, std::uint64_t>, std::vector<std::shared_ptr<op>>> after_undo_;
   bool closed_ = false;
 };
 
