@@ -31,7 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       // Leaked means shown as credentials, "<password>@"; the same bytes may legitimately
       // appear elsewhere (in the host, say).
       const std::string leaked = std::string(password) + "@";
-      if (password.find_first_of(":/@") == std::string_view::npos &&
+      // A "password" made of the message's own template characters (the quote, the *** mask)
+      // can match the template itself: such inputs are not judged.
+      if (password.find_first_of(":/@*'") == std::string_view::npos &&
           std::string_view(e.what()).find(leaked) != std::string_view::npos) {
         std::abort();
       }
