@@ -520,7 +520,6 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
       ++h.count;
       h.watchdog_id = o->watchdog_id;
       h.lease = o->lease;
-      h.renew = o->renew;
     } else if (o->watchdog_added_here) {
       watchdog_->remove(o->watchdog_id);
     }
@@ -674,8 +673,8 @@ clock::time_point lock_service::valid_until(const std::string& raw_name, std::ui
 void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
                           unlock_callback done) {
   std::chrono::milliseconds lease = core_->cfg().lock_watchdog_timeout;
-  // Set when this unlock cancelled the hold's renewal (the hold's last deadline).
-  std::optional<clock::time_point> cancelled_valid_until;
+  // Set when this unlock cancelled the hold's renewal.
+  bool renewal_cancelled = false;
   {
     std::lock_guard lk(mu_);
     auto it = entries_.find(raw_name);
@@ -685,7 +684,7 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
         lease = h->second.lease;
         if (h->second.count <= 1 && h->second.watchdog_id != 0) {
           // Cancelled before the unlock is sent: no renewal can outlive it (Redisson #7272).
-          cancelled_valid_until = watchdog_->valid_until(h->second.watchdog_id);
+          renewal_cancelled = true;
           watchdog_->remove(h->second.watchdog_id);
           h->second.watchdog_id = 0;
         }
@@ -714,7 +713,7 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
   const std::span<const std::string_view> args =
       queued ? std::span<const std::string_view>(args_queued) : args_plain;
   core_->eval(queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
-              [self = shared_from_this(), raw_name, owner_id, cancelled_valid_until,
+              [self = shared_from_this(), raw_name, owner_id, renewal_cancelled,
                done = std::move(done)](exec_result res) {
                 const unlock_outcome outcome = decode_unlock(res);
                 std::error_code ec = outcome.ec;
@@ -728,7 +727,7 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
                   if (it != self->entries_.end()) {
                     entry& e = it->second;
                     auto h = e.holds.find(owner_id);
-                    if (h != e.holds.end() && ec && cancelled_valid_until) {
+                    if (h != e.holds.end() && ec && renewal_cancelled) {
                       // The final unlock failed, its outcome possibly unknown, and renewal was
                       // cancelled before it was sent. The hold is reported lost: it is no
                       // longer renewed, so its lease runs out on the server unless the unlock

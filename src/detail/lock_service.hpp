@@ -52,7 +52,6 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   clock::time_point valid_until(const std::string& raw_name, std::uint64_t owner_id);
 
   const std::shared_ptr<core>& engine() const { return core_; }
-  watchdog& keeper() { return *watchdog_; }
   std::string owner_field(std::uint64_t owner_id) const;
 
  private:
@@ -61,7 +60,6 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     int count = 0;
     std::uint64_t watchdog_id = 0;
     std::chrono::milliseconds lease{};
-    bool renew = true;
     std::stop_source lost;
   };
   struct entry {
