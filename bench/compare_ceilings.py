@@ -1,0 +1,47 @@
+"""compare_ceilings.py: the Redis server's own limits, measured with redis-benchmark.
+
+`measure_ceilings(port, quick)` runs redis-benchmark (Debian 12's 7.0, `--csv`, which prints rps and
+p50) against the private server: PING at `-c 1` (p50 latency), and EVALSHA of a small
+Redisson-style acquire script on spread keys (`-r`, `__rand_int__`) at `-c 1 -P 1`, `-c 50 -P 1`
+and `-c 50 -P 16` (ops/s). Every run is bounded by a timeout; a failed run raises.
+"""
+import csv
+import io
+import subprocess
+
+import redis
+
+# Redisson's tryLockInnerAsync: take or re-enter the hash, set the lease, nil; else the TTL left.
+ACQUIRE_SCRIPT = (
+    "if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) "
+    "then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; end; return redis.call('pttl', KEYS[1]);")
+RUN_TIMEOUT_S = 120
+KEYSPACE = 100000
+
+
+def _bench(port, clients, pipeline, requests, command):
+    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-c", str(clients),
+            "-P", str(pipeline), "-n", str(requests), "-r", str(KEYSPACE), "--csv"] + command
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=True)
+    rows = [r for r in csv.DictReader(io.StringIO(out.stdout)) if r.get("rps")]
+    if not rows:
+        raise RuntimeError("redis-benchmark printed no result: " + out.stdout + out.stderr)
+    row = rows[0]
+    return {"rps": float(row["rps"]), "p50_us": float(row["p50_latency_ms"]) * 1000.0,
+            "p99_us": float(row["p99_latency_ms"]) * 1000.0}
+
+
+def measure_ceilings(port, quick):
+    scale = 1 if quick else 10
+    sha = redis.Redis(host="127.0.0.1", port=port).script_load(ACQUIRE_SCRIPT)
+    evalsha = ["EVALSHA", sha, "1", "rlock-ceiling:__rand_int__", "30000", "bench-client:1"]
+    ping = _bench(port, 1, 1, 20000 * scale, ["PING"])
+    result = {
+        "ping_c1": ping,
+        "evalsha_c1_p1": _bench(port, 1, 1, 20000 * scale, evalsha),
+        "evalsha_c50_p1": _bench(port, 50, 1, 50000 * scale, evalsha),
+        "evalsha_c50_p16": _bench(port, 50, 16, 200000 * scale, evalsha),
+    }
+    redis.Redis(host="127.0.0.1", port=port).flushall()
+    return result

@@ -1,0 +1,229 @@
+"""compare_report.py: BENCHMARKS.md from the results of one bench/compare run.
+
+`machine()` describes the host (nproc, CPU model, kernel, redis-server version, date, load).
+`write_report(path, results, plots)` writes the Markdown: the machine, how to re-run, and the tables
+(ceilings; uncontended 1 and 32 threads; contended; watchdog; footprint), each row with the issue's
+target and pass/miss, ratios against the ceilings measured in the same run. `rlock_failures(results)`
+lists the rlock invariants that failed (lost updates or overlaps not 0). Pure formatting: every figure
+comes from `results`.
+"""
+import datetime
+import os
+import platform
+import subprocess
+
+TARGET_UNCONTENDED = {1: ("evalsha_c1_p1", 1.0), 32: ("evalsha_c50_p16", 0.8)}
+TARGET_UTILISATION = 0.95
+TARGET_HANDOFF_P99_US = 500.0
+TARGET_FAIRNESS = 0.8
+TARGET_REQUESTS = 2.5
+TARGET_RENEWALS = 110.0
+TARGET_LATENCY_RATIO = 1.10
+
+
+def machine(redis_version):
+    model = "unknown"
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/loadavg", encoding="utf-8") as f:
+        load = f.read().split()[0]
+    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
+            "redis": redis_version, "load_at_start": float(load),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                  text=True, check=False).stdout.strip()}
+
+
+def _f(x, digits=0):
+    return "—" if x is None else ("{:,.%df}" % digits).format(x)
+
+
+def _verdict(ok):
+    return "pass" if ok else "**miss**"
+
+
+def _row(cells):
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _table(header, rows):
+    return [_row(header), _row(["---"] * len(header))] + [_row(r) for r in rows] + [""]
+
+
+def _name(r):
+    if r.get("library") == "rlock":
+        return "**rlock** (%s)" % r.get("mode", "?")
+    return r["label"]
+
+
+def _ceilings(c):
+    rows = [["PING `-c 1`", _f(c["ping_c1"]["rps"]), _f(c["ping_c1"]["p50_us"], 1)]]
+    for key, label in (("evalsha_c1_p1", "EVALSHA lock script `-c 1 -P 1`"),
+                       ("evalsha_c50_p1", "EVALSHA lock script `-c 50 -P 1`"),
+                       ("evalsha_c50_p16", "EVALSHA lock script `-c 50 -P 16`")):
+        rows.append([label, _f(c[key]["rps"]), _f(c[key]["p50_us"], 1)])
+    return _table(["redis-benchmark", "ops/s", "p50 µs"], rows)
+
+
+def _uncontended(rows, ceilings, threads):
+    key, need = TARGET_UNCONTENDED[threads]
+    target = ceilings[key]["rps"] / 2
+    out = []
+    for r in rows:
+        ratio = r["cycles_per_s"] / target
+        lat = r["latency_us"]
+        out.append([_name(r), _f(r["cycles_per_s"]), _f(lat["p50"], 1), _f(lat["p99"], 1),
+                    _f(lat["p999"], 1), "%.2fx" % ratio, "≥ %.1fx" % need, _verdict(ratio >= need)])
+    head = ["library", "cycles/s", "p50 µs", "p99 µs", "p99.9 µs",
+            "ratio to %s/2 = %s" % (key.replace("_", " "), _f(target)), "target", ""]
+    return _table(head, out)
+
+
+def _contended_misses(r, requests):
+    misses = []
+    if r["utilisation"] < TARGET_UTILISATION:
+        misses.append("utilisation")
+    if r["handoff_us"]["p99"] > TARGET_HANDOFF_P99_US:
+        misses.append("hand-off p99")
+    if r["fairness"] < TARGET_FAIRNESS:
+        misses.append("fairness")
+    if requests is None or requests > TARGET_REQUESTS:
+        misses.append("requests")
+    if r["lost_updates"] != 0 or r["overlaps"] != 0:
+        misses.append("lost/overlap")
+    return misses
+
+
+def _contended(rows):
+    out = []
+    for r in rows:
+        requests = r.get("accounting", {}).get("client_requests_per_acquisition")
+        stats = r.get("client_requests_per_acquisition") if r.get("library") == "rlock" else None
+        misses = _contended_misses(r, requests)
+        h = r["handoff_us"]
+        out.append([_name(r), _f(r["acquisitions_per_s"]), _f(r["utilisation"], 3), _f(h["p50"]),
+                    _f(h["p99"]), _f(h["max"]), _f(r["fairness"], 2), _f(requests, 2),
+                    _f(stats, 2), r["lost_updates"], r["overlaps"],
+                    "pass" if not misses else "**miss**: " + ", ".join(misses)])
+    head = ["library", "acq/s", "utilisation", "hand-off p50 µs", "p99 µs", "max µs",
+            "fairness min/max", "requests/acq (MONITOR)", "requests/acq (commandstats)", "lost",
+            "overlaps", "targets"]
+    return _table(head, out)
+
+
+def _watchdog(w):
+    lat = w["lock_latency_p99_us"]
+    renew_ok = w["renewal_scripts_per_period"] <= TARGET_RENEWALS
+    lat_ok = lat["ratio"] <= TARGET_LATENCY_RATIO
+    rows = [["held locks", w["locks"], "", ""],
+            ["periods measured", w["periods"], "", ""],
+            ["watchdog timeout ms", _f(w["watchdog_timeout_ms"]), "", ""],
+            ["renewal scripts per period", _f(w["renewal_scripts_per_period"], 1),
+             "≤ %d" % TARGET_RENEWALS, _verdict(renew_ok)],
+            ["client CPU ms per period", _f(w["cpu_ms_per_period"], 1), "", ""],
+            ["RSS KiB before / holding", "%s / %s" % (_f(w["rss_kib"]["before"]),
+                                                     _f(w["rss_kib"]["holding"])), "", ""],
+            ["lock latency p99 µs idle / renewing", "%s / %s" % (_f(lat["idle"], 1),
+                                                                 _f(lat["renewing"], 1)), "", ""],
+            ["latency ratio renewing/idle", "%.2f" % lat["ratio"], "≤ %.2f" % TARGET_LATENCY_RATIO,
+             _verdict(lat_ok)],
+            ["keys left after release", w["keys_left"], "0", _verdict(w["keys_left"] == 0)]]
+    return _table(["watchdog", "value", "target", ""], rows)
+
+
+def _footprint(f):
+    rows = [["idle client", "", _f(f["idle"]["rss_kib"]), f["idle"]["threads"], ""]]
+    for key, label in (("held_locks", "held locks"), ("waiters", "waiting threads")):
+        x = f[key]
+        rows.append([label, _f(x["count"]), _f(x["rss_kib"]), x["threads"],
+                     x.get("library_threads", "")])
+    rows.append(["keys left after release", f["keys_left"], "", "", ""])
+    return _table(["footprint", "count", "RSS KiB", "threads", "library threads"], rows)
+
+
+def rlock_failures(results):
+    failures = []
+    for r in results.get("contended", []):
+        if r.get("library") == "rlock" and (r["lost_updates"] or r["overlaps"]
+                                            or r.get("failed_workers")):
+            failures.append("rlock contended (%s): lost %d, overlaps %d, failed workers %d" % (
+                r.get("mode"), r["lost_updates"], r["overlaps"], r.get("failed_workers", 0)))
+    return failures
+
+
+def _intro(results):
+    m = results["machine"]
+    noisy = m["load_at_start"] > 0.5 * m["nproc"]
+    lines = [
+        "# Benchmarks", "",
+        "Written by `bench/compare%s` (do not edit by hand). rlock against the Redis server's own"
+        " limit (redis-benchmark, same server, same run) and against the lock libraries users pick"
+        " today, in the scenarios of issue 5." % (" --quick" if results["quick"] else ""), "",
+        "## Machine", "",
+        "- %d CPUs: %s; kernel %s; redis-server %s; %s; commit %s" % (
+            m["nproc"], m["cpu"], m["kernel"], m["redis"], m["date"], m["git"]),
+        "- load average at start %.2f%s" % (m["load_at_start"], (
+            ": **the machine was shared with other jobs (compilers), figures are noisy**"
+            if noisy else "")),
+        "- one private redis-server on loopback TCP (`--save '' --appendonly no`), clients on the"
+        " same host", "",
+        "## Re-run", "",
+        "```sh",
+        "scripts/setup          # builds build/tools/cli/rlock",
+        "bench/compare          # full run (about 10 minutes); --quick for a smoke run",
+        "bench/compare --rlock build-foo/tools/cli/rlock --out /tmp/bench   # another binary/place",
+        "```", "",
+        "It installs its peers itself (apt: python3-redis, python3-matplotlib; `npm ci` in"
+        " bench/peers, versions pinned in bench/peers/package-lock.json).", "",
+    ]
+    return lines
+
+
+def _notes(results):
+    lines = ["## How the figures are made", "",
+             "- Uncontended: lock+unlock cycles on distinct names (one per worker), latency of a"
+             " whole cycle. Peers in node run their workers as concurrent async loops on one"
+             " ioredis connection (one process); redis-py runs threads on its connection pool.",
+             "- Contended: %d processes, one lock, inside it GET then SET of a counter, then hold"
+             " until %d µs after the SET; each worker records (acquired, released) on"
+             " CLOCK_MONOTONIC. Utilisation = sum of holds / (last release − first acquire);"
+             " hand-off = next acquire − previous release; fairness = min/max acquisitions per"
+             " worker; lost = acquisitions − counter. The same code (bench/compare_stats.py) for"
+             " every peer, with the definitions of `rlock bench contended`." % (
+                 results.get("processes", 8), results.get("hold_us", 1000)),
+             "- Peers wait as users would: their own retry loop (redlock: retryCount exhausted is"
+             " retried; redis-semaphore: acquireTimeout is retried; redis-py: blocking acquire).",
+             "- Client requests per acquisition: a second, shorter run of each contended"
+             " configuration with a MONITOR connection open; lines tagged `lua` (commands run by"
+             " scripts) are not requests; the workload's GET/SET of the counter and the bench"
+             " driver's own commands (rlock: the connection that reads INFO) are left out. For"
+             " rlock, the figure `rlock bench contended` derives from INFO commandstats is shown"
+             " next to it.", ""]
+    for note in results.get("notes", []):
+        lines.append("- " + note)
+    return lines + [""]
+
+
+def write_report(path, results, plots):
+    lines = _intro(results)
+    lines += ["## Ceilings (redis-benchmark, this run)", ""] + _ceilings(results["ceilings"])
+    for threads in (1, 32):
+        rows = [r for r in results["uncontended"] if r["threads"] == threads]
+        lines += ["## Uncontended, %d thread%s" % (threads, "s" if threads > 1 else ""), ""]
+        lines += _uncontended(rows, results["ceilings"], threads)
+    lines += ["## Contended: %d processes, one lock, %d µs hold" % (
+        results.get("processes", 8), results.get("hold_us", 1000)), ""]
+    lines += _contended(results["contended"])
+    if results.get("watchdog"):
+        lines += ["## Watchdog (rlock)", "", "`%s`" % results["watchdog"].get("argv", ""), ""]
+        lines += _watchdog(results["watchdog"])
+    if results.get("footprint"):
+        lines += ["## Footprint (rlock)", "", "`%s`" % results["footprint"].get("argv", ""), ""]
+        lines += _footprint(results["footprint"])
+    lines += ["## Plots", ""] + ["![%s](%s)" % (title, rel) for title, rel in plots] + [""]
+    lines += _notes(results)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))

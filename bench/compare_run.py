@@ -1,0 +1,135 @@
+"""compare_run.py: the sequence of one bench/compare run (see bench/compare for the command).
+
+`run(quick, rlock_path, out_dir, repo)` starts the private server, measures the ceilings, runs
+rlock's scenarios and the peers', the accounting passes, and writes the report, the plots and the
+raw JSON. Returns the exit status: 0; 1 if an rlock invariant failed (printed); 2 if a part could
+not be run (printed, and noted in the report).
+"""
+import json
+import os
+import sys
+import time
+
+import compare_ceilings
+import compare_peers
+import compare_plots
+import compare_report
+import compare_rlock
+import compare_server
+
+PROCESSES = 8
+HOLD_US = 1000
+FULL = {"uncontended_s": 5, "contended_s": 10, "accounting_s": 3, "watchdog_locks": 10000,
+        "watchdog_periods": 3}
+QUICK = {"uncontended_s": 1, "contended_s": 1, "accounting_s": 1, "watchdog_locks": 1000,
+         "watchdog_periods": 1}
+
+
+def _log(text):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), text), file=sys.stderr, flush=True)
+
+
+def _duration(seconds):
+    return "%ds" % seconds
+
+
+def _rlock_contended_options(queued, seconds):
+    return ["--processes", str(PROCESSES), "--threads", "1", "--hold", "1ms",
+            "--duration", _duration(seconds)] + ([] if queued else ["--plain"])
+
+
+def _attempt(results, what, step):
+    """Runs one step; a failure is logged and noted in the report instead of ending the run."""
+    _log(what)
+    try:
+        step()
+        return True
+    except (RuntimeError, ValueError, KeyError, OSError) as e:
+        _log("FAILED: %s: %s" % (what, e))
+        results["notes"].append("not measured: %s (%s)" % (what, e))
+        return False
+
+
+def _rlock_contended(binary, port, d, queued, results):
+    r = compare_rlock.run_scenario(binary, port, "contended",
+                                   _rlock_contended_options(queued, d["contended_s"]),
+                                   d["contended_s"])
+    _log("rlock contended accounting pass (MONITOR)")
+    r["accounting"] = compare_rlock.accounting_pass(
+        binary, port, _rlock_contended_options(queued, d["accounting_s"]), d["accounting_s"])
+    results["contended"].append(r)
+
+
+def _run_rlock(binary, port, d, results):
+    ok = True
+    for threads in (1, 32):
+        options = ["--threads", str(threads), "--duration", _duration(d["uncontended_s"])]
+        ok &= _attempt(results, "rlock uncontended, %d threads" % threads, lambda o=options: (
+            results["uncontended"].append(compare_rlock.run_scenario(
+                binary, port, "uncontended", o, d["uncontended_s"]))))
+    for queued in (True, False):
+        ok &= _attempt(results, "rlock contended, queue %s" % ("on" if queued else "off"),
+                       lambda q=queued: _rlock_contended(binary, port, d, q, results))
+    watchdog = ["--locks", str(d["watchdog_locks"]), "--periods", str(d["watchdog_periods"])]
+    ok &= _attempt(results, "rlock watchdog", lambda: results.update(
+        watchdog=compare_rlock.run_scenario(binary, port, "watchdog", watchdog,
+                                            60 * d["watchdog_periods"])))
+    ok &= _attempt(results, "rlock footprint", lambda: results.update(
+        footprint=compare_rlock.run_scenario(binary, port, "footprint", [], 120)))
+    return ok
+
+
+def _run_peers(port, d, results):
+    compare_peers.install_node_peers()
+    for peer in compare_peers.PEERS:
+        for threads in (1, 32):
+            _log("%s uncontended, %d workers" % (peer[2], threads))
+            results["uncontended"].append(
+                compare_peers.uncontended(peer, port, threads, d["uncontended_s"]))
+        _log("%s contended" % peer[2])
+        r = compare_peers.contended(peer, port, PROCESSES, HOLD_US, d["contended_s"])
+        _log("%s contended accounting pass (MONITOR)" % peer[2])
+        r["accounting"] = compare_peers.accounting_pass(peer, port, PROCESSES, HOLD_US,
+                                                        d["accounting_s"])
+        results["contended"].append(r)
+
+
+def _paths(out_dir, repo):
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        return (os.path.join(out_dir, "BENCHMARKS.md"), os.path.join(out_dir, "plots"),
+                os.path.join(out_dir, "compare-results.json"))
+    os.makedirs(os.path.join(repo, "out"), exist_ok=True)
+    return (os.path.join(repo, "BENCHMARKS.md"), os.path.join(repo, "bench", "plots"),
+            os.path.join(repo, "out", "compare-results.json"))
+
+
+def run(quick, rlock_path, out_dir, repo):
+    d = QUICK if quick else FULL
+    status = 0
+    results = {"quick": quick, "processes": PROCESSES, "hold_us": HOLD_US, "durations": d,
+               "machine": compare_report.machine(compare_server.server_version()),
+               "uncontended": [], "contended": [], "notes": []}
+    binary = compare_rlock.find_rlock(rlock_path)
+    with compare_server.private_server() as port:
+        _log("redis-server on 127.0.0.1:%d; ceilings (redis-benchmark)" % port)
+        results["ceilings"] = compare_ceilings.measure_ceilings(port, quick)
+        if binary:
+            status = 0 if _run_rlock(binary, port, d, results) else 2
+        else:
+            status = 2
+            results["notes"].append("rlock rows missing: no rlock binary with `bench` found")
+            _log("no rlock binary with the bench command: rlock rows are missing")
+        _run_peers(port, d, results)
+    report_path, plots_dir, json_path = _paths(out_dir, repo)
+    with open(json_path, "w", encoding="utf-8") as f:
+        json.dump(results, f)
+    plots = compare_plots.write_plots(plots_dir, results)
+    base = os.path.dirname(report_path)
+    compare_report.write_report(report_path, results,
+                                [(t, os.path.relpath(p, base)) for t, p in plots])
+    _log("wrote %s, %s, %s" % (report_path, plots_dir, json_path))
+    failures = compare_report.rlock_failures(results)
+    for failure in failures:
+        print("bench/compare: rlock invariant failed: " + failure, file=sys.stderr)
+    return 1 if failures else status

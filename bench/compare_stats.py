@@ -1,0 +1,68 @@
+"""compare_stats.py: the figures of every peer's scenarios, with `rlock bench`'s definitions.
+
+Written once and used for every peer, so that their rows mean the same as rlock's:
+- percentile(q) of sorted samples is the sample at index floor(q * (n - 1));
+- contended: intervals (acquired_ns, released_ns) on CLOCK_MONOTONIC from every worker, sorted
+  by acquire; utilisation = sum of holds / (last release - first acquire); hand-off = next
+  acquire - previous release (a negative one is an overlap, not a hand-off sample); fairness =
+  min/max acquisitions per worker; lost updates = acquisitions - final counter.
+Results have the JSON shapes of `rlock bench` (samples thinned to at most SAMPLES_MAX).
+"""
+
+SAMPLES_MAX = 20000
+
+
+def percentile(sorted_values, q):
+    if not sorted_values:
+        return 0.0
+    return sorted_values[int(q * (len(sorted_values) - 1))]
+
+
+def thin(sorted_values, limit=SAMPLES_MAX):
+    """At most `limit` evenly spaced samples of a sorted list (its distribution kept)."""
+    n = len(sorted_values)
+    if n <= limit:
+        return list(sorted_values)
+    return [sorted_values[int(i * (n - 1) / (limit - 1))] for i in range(limit)]
+
+
+def uncontended_figures(latencies_ns, duration_s):
+    lat = sorted(x / 1000.0 for x in latencies_ns)
+    return {
+        "cycles": len(lat),
+        "cycles_per_s": len(lat) / duration_s if duration_s > 0 else 0.0,
+        "latency_us": {"p50": percentile(lat, 0.5), "p99": percentile(lat, 0.99),
+                       "p999": percentile(lat, 0.999), "max": lat[-1] if lat else 0.0},
+        "samples_us": thin(lat),
+    }
+
+
+def contended_figures(per_worker_intervals, counter, duration_s):
+    """per_worker_intervals: one list of (acquired_ns, released_ns) per worker."""
+    holds = sorted((int(a), int(r)) for w in per_worker_intervals for a, r in w)
+    per_worker = [len(w) for w in per_worker_intervals]
+    overlaps = 0
+    handoff = []
+    for prev, cur in zip(holds, holds[1:]):
+        gap = cur[0] - prev[1]
+        if gap < 0:
+            overlaps += 1
+        else:
+            handoff.append(gap / 1000.0)
+    handoff.sort()
+    held = sum(r - a for a, r in holds)
+    span = holds[-1][1] - holds[0][0] if holds else 0
+    acquisitions = len(holds)
+    return {
+        "duration_s": duration_s,
+        "acquisitions": acquisitions,
+        "acquisitions_per_s": acquisitions / duration_s if duration_s > 0 else 0.0,
+        "utilisation": held / span if span > 0 else 0.0,
+        "handoff_us": {"p50": percentile(handoff, 0.5), "p99": percentile(handoff, 0.99),
+                       "max": handoff[-1] if handoff else 0.0},
+        "handoff_samples_us": thin(handoff),
+        "fairness": min(per_worker) / max(per_worker) if per_worker and max(per_worker) else 0.0,
+        "per_worker": per_worker,
+        "lost_updates": acquisitions - counter,
+        "overlaps": overlaps,
+    }
