@@ -84,6 +84,14 @@ def most_read_key(lines, exclude_clients=()):
     return reads.most_common(1)[0][0] if reads else None
 
 
+def between_markers(lines, clients, command):
+    """The lines after the first and before the last `command` sent by one of `clients` (the
+    window a bench driver measures between two INFO commandstats); all lines if there are not two."""
+    marks = [i for i, line in enumerate(lines)
+             if (m := LINE.match(line)) and m.group(1) in clients and m.group(2).lower() == command]
+    return lines[marks[0] + 1:marks[-1]] if len(marks) >= 2 else lines
+
+
 def clients_issuing(lines, command):
     """Client addresses that sent `command` (e.g. the driver's INFO) in the captured lines."""
     found = set()

@@ -65,10 +65,11 @@ def uncontended(peer, port, concurrency, duration_s):
     config = {"scenario": "uncontended", "port": port, "concurrency": concurrency,
               "lock_name": "bench:peer:u", "hard_deadline_s": duration_s + HARD_DEADLINE_MARGIN_S}
     results, failed = compare_workers.run_workers([_argv(peer, config)], START_DELAY_S, duration_s)
-    res = results[0] or {"latency_ns": [], "errors": 0}
+    res = results[0] or {"latency_ns": [], "errors": 0, "start_ns": 0, "finished_ns": 0}
+    measured_s = (int(res["finished_ns"]) - int(res["start_ns"])) / 1e9
     out = {"scenario": "uncontended", **_labels(peer), "threads": concurrency,
-           "duration_s": duration_s, "errors": res["errors"], "failed_workers": failed}
-    out.update(compare_stats.uncontended_figures(res["latency_ns"], duration_s))
+           "duration_s": measured_s, "errors": res["errors"], "failed_workers": failed}
+    out.update(compare_stats.uncontended_figures(res["latency_ns"], measured_s))
     return out
 
 

@@ -144,6 +144,56 @@ def _footprint(f):
     return _table(["footprint", "count", "RSS KiB", "threads", "library threads"], rows)
 
 
+def _rlock_rows(results, scenario):
+    return [r for r in results.get(scenario, []) if r.get("library") == "rlock"]
+
+
+def _peer_rows(results, scenario):
+    return [r for r in results.get(scenario, []) if r.get("library") != "rlock"]
+
+
+def _requests(r):
+    return r.get("accounting", {}).get("client_requests_per_acquisition")
+
+
+# (scenario, threads or None, figure, getter, higher is better)
+FIGURES = [
+    ("uncontended", 1, "cycles/s", lambda r: r["cycles_per_s"], True),
+    ("uncontended", 1, "cycle p99 µs", lambda r: r["latency_us"]["p99"], False),
+    ("uncontended", 32, "cycles/s", lambda r: r["cycles_per_s"], True),
+    ("uncontended", 32, "cycle p99 µs", lambda r: r["latency_us"]["p99"], False),
+    ("contended", None, "acquisitions/s", lambda r: r["acquisitions_per_s"], True),
+    ("contended", None, "utilisation", lambda r: r["utilisation"], True),
+    ("contended", None, "hand-off p99 µs", lambda r: r["handoff_us"]["p99"], False),
+    ("contended", None, "fairness", lambda r: r["fairness"], True),
+    ("contended", None, "requests/acquisition", _requests, False),
+]
+
+
+def _versus(results):
+    """rlock's rows against the best peer on every figure."""
+    rows = []
+    for scenario, threads, figure, get, higher in FIGURES:
+        def pick(rs):
+            return [r for r in rs if threads is None or r["threads"] == threads]
+        peers = [(get(r), r["label"]) for r in pick(_peer_rows(results, scenario))
+                 if get(r) is not None]
+        if not peers:
+            continue
+        best = max(peers) if higher else min(peers)
+        for r in pick(_rlock_rows(results, scenario)):
+            v = get(r)
+            if v is None:
+                continue
+            ahead = v > best[0] if higher else v < best[0]
+            where = "%s, %d thread%s" % (scenario, threads, "s" if threads > 1 else "") \
+                if threads else scenario
+            rows.append([where, figure, "rlock (%s)" % r.get("mode", "?"), _f(v, 2),
+                         best[1], _f(best[0], 2), "yes" if ahead else "**no**"])
+    return _table(["scenario", "figure", "rlock", "value", "best peer", "peer value", "ahead"],
+                  rows)
+
+
 def rlock_failures(results):
     failures = []
     for r in results.get("contended", []):
@@ -223,6 +273,7 @@ def write_report(path, results, plots):
     if results.get("footprint"):
         lines += ["## Footprint (rlock)", "", "`%s`" % results["footprint"].get("argv", ""), ""]
         lines += _footprint(results["footprint"])
+    lines += ["## rlock against the best peer, figure by figure", ""] + _versus(results)
     lines += ["## Plots", ""] + ["![%s](%s)" % (title, rel) for title, rel in plots] + [""]
     lines += _notes(results)
     with open(path, "w", encoding="utf-8") as f:

@@ -5,8 +5,9 @@ any build*/tools/cli/rlock, the first one that has the `bench` command (None if 
 `run_scenario(binary, port, scenario, options, timeout_s)` runs one scenario and returns its JSON
 (`rlock bench`'s schema). `accounting_pass(...)` runs a contended configuration again with MONITOR
 open and counts the client requests per acquisition the way compare_peers does, leaving out the
-bench driver's connection (the one that reads INFO commandstats); the workload's counter is the
-key the workers GET most. Every run is bounded.
+bench driver's connection (the one that reads INFO commandstats) and counting only between its two
+INFO commands (the window its commandstats figure covers); the workload's counter is the key the
+workers GET most. Every run is bounded.
 """
 import glob
 import json
@@ -56,6 +57,7 @@ def accounting_pass(binary, port, options, duration_s):
     with compare_monitor.monitor_capture(port) as lines:
         run = run_scenario(binary, port, "contended", options, duration_s)
     driver = compare_monitor.clients_issuing(lines, "info")
+    lines = compare_monitor.between_markers(lines, driver, "info")
     counter_key = compare_monitor.most_read_key(lines, driver)
     requests, by_command, workload = compare_monitor.client_requests(lines, counter_key, driver)
     acquisitions = run["acquisitions"]

@@ -20,9 +20,9 @@ import compare_server
 PROCESSES = 8
 HOLD_US = 1000
 FULL = {"uncontended_s": 5, "contended_s": 10, "accounting_s": 3, "watchdog_locks": 10000,
-        "watchdog_periods": 3}
+        "watchdog_periods": 3, "watchdog_timeout": "30s"}
 QUICK = {"uncontended_s": 1, "contended_s": 1, "accounting_s": 1, "watchdog_locks": 1000,
-         "watchdog_periods": 1}
+         "watchdog_periods": 1, "watchdog_timeout": "3s"}
 
 
 def _log(text):
@@ -35,7 +35,7 @@ def _duration(seconds):
 
 def _rlock_contended_options(queued, seconds):
     return ["--processes", str(PROCESSES), "--threads", "1", "--hold", "1ms",
-            "--duration", _duration(seconds)] + ([] if queued else ["--plain"])
+            "--duration", _duration(seconds), "--queue", "on" if queued else "off"]
 
 
 def _attempt(results, what, step):
@@ -70,7 +70,8 @@ def _run_rlock(binary, port, d, results):
     for queued in (True, False):
         ok &= _attempt(results, "rlock contended, queue %s" % ("on" if queued else "off"),
                        lambda q=queued: _rlock_contended(binary, port, d, q, results))
-    watchdog = ["--locks", str(d["watchdog_locks"]), "--periods", str(d["watchdog_periods"])]
+    watchdog = ["--locks", str(d["watchdog_locks"]), "--periods", str(d["watchdog_periods"]),
+                "--watchdog-timeout", d["watchdog_timeout"]]
     ok &= _attempt(results, "rlock watchdog", lambda: results.update(
         watchdog=compare_rlock.run_scenario(binary, port, "watchdog", watchdog,
                                             60 * d["watchdog_periods"])))

@@ -9,7 +9,8 @@
 // Protocol (stdin/stdout, one line each): the worker connects, prints "ready", reads
 // "go <start_ns> <end_ns>" (CLOCK_MONOTONIC, process.hrtime.bigint()), waits for start, runs
 // until end, prints one JSON line with its raw measurements and exits.
-//   uncontended: {"cycles":n,"latency_ns":[...],"errors":n}  (one lock name per worker)
+//   uncontended: {"cycles":n,"latency_ns":[...],"errors":n,"start_ns":s,"finished_ns":f}
+//                (one lock name per loop; cycles before start warm up, unrecorded)
 //   contended:   {"intervals":[[acquired_ns,released_ns],...],"errors":n}
 // Guarantees: acquire waits as a user would (the library's retry; a give-up error is retried
 // until the end instant); the worker exits by itself at hard_deadline_s after start.
@@ -71,7 +72,8 @@ function make_locker(client, name) {
   throw new Error('unknown library ' + cfg.library);
 }
 
-async function uncontended(client, end) {
+// Cycles that start before `start` warm up (JIT, connection) and are not recorded.
+async function uncontended(client, start, end) {
   const latency = [];
   let errors = 0;
   const loop = async (w) => {
@@ -85,13 +87,13 @@ async function uncontended(client, end) {
         ++errors;
         continue;
       }
-      latency.push(Number(now() - t0));
+      if (t0 >= start) latency.push(Number(now() - t0));
     }
   };
   const loops = [];
   for (let w = 0; w < cfg.concurrency; ++w) loops.push(loop(w));
   await Promise.all(loops);
-  return { cycles: latency.length, latency_ns: latency, errors };
+  return { cycles: latency.length, latency_ns: latency, errors, start_ns: String(start), finished_ns: String(now()) };
 }
 
 async function contended(client, end) {
@@ -133,8 +135,13 @@ async function main() {
   const start = BigInt(start_s);
   const end = BigInt(end_s);
   setTimeout(() => process.exit(3), cfg.hard_deadline_s * 1000).unref();
-  sleep_until(start);
-  const result = cfg.scenario === 'contended' ? await contended(client, end) : await uncontended(client, end);
+  let result;
+  if (cfg.scenario === 'contended') {
+    sleep_until(start);
+    result = await contended(client, end);
+  } else {
+    result = await uncontended(client, start, end);
+  }
   process.stdout.write(JSON.stringify(result) + '\n');
   client.disconnect();
 }

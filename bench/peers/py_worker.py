@@ -7,7 +7,8 @@ The peer is redis-py's `Lock` (Debian's python3-redis), with its default `sleep`
 Usage: py_worker.py '<json config>' with the same config and stdin/stdout protocol as
 node_worker.js: prints "ready", reads "go <start_ns> <end_ns>" (CLOCK_MONOTONIC,
 time.monotonic_ns()), runs until end, prints one JSON line and exits:
-  uncontended: {"cycles":n,"latency_ns":[...],"errors":n}  (`concurrency` threads, one lock name each)
+  uncontended: {"cycles":n,"latency_ns":[...],"errors":n,"start_ns":s,"finished_ns":f}
+               (`concurrency` threads, one lock name each; cycles before start warm up)
   contended:   {"intervals":[[acquired_ns,released_ns],...],"errors":n}
 Guarantees: acquire blocks as a user would (bounded by blocking_timeout past the end instant); the
 process exits by itself hard_deadline_s after start.
@@ -35,7 +36,8 @@ def acquire(lock, end_ns):
     return lock.acquire(blocking=True, blocking_timeout=max(left, 0.001))
 
 
-def uncontended(client, end_ns):
+def uncontended(client, start_ns, end_ns):
+    """Cycles that start before start_ns warm up and are not recorded."""
     latencies = []
     errors = [0]
     guard = threading.Lock()
@@ -50,7 +52,8 @@ def uncontended(client, end_ns):
                     errors[0] += 1
                 continue
             lock.release()
-            mine.append(time.monotonic_ns() - t0)
+            if t0 >= start_ns:
+                mine.append(time.monotonic_ns() - t0)
         with guard:
             latencies.extend(mine)
 
@@ -59,7 +62,8 @@ def uncontended(client, end_ns):
         t.start()
     for t in threads:
         t.join()
-    return {"cycles": len(latencies), "latency_ns": latencies, "errors": errors[0]}
+    return {"cycles": len(latencies), "latency_ns": latencies, "errors": errors[0],
+            "start_ns": start_ns, "finished_ns": time.monotonic_ns()}
 
 
 def contended(client, end_ns):
@@ -95,12 +99,12 @@ def main():
     killer = threading.Timer(CFG["hard_deadline_s"], lambda: os._exit(3))
     killer.daemon = True
     killer.start()
-    while (left := start_ns - time.monotonic_ns()) > 0:
-        time.sleep(left / 1e9)
     if CFG["scenario"] == "contended":
+        while (left := start_ns - time.monotonic_ns()) > 0:
+            time.sleep(left / 1e9)
         result = contended(client, end_ns)
     else:
-        result = uncontended(client, end_ns)
+        result = uncontended(client, start_ns, end_ns)
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
     client.close()
