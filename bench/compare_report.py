@@ -83,31 +83,66 @@ def _uncontended(rows, ceilings, threads):
 
 
 def _contended_misses(r, requests):
+    """[(short name, detail with the amount)] of the contended targets `r` misses."""
     misses = []
     if r["utilisation"] < TARGET_UTILISATION:
-        misses.append("utilisation")
+        misses.append(("utilisation", "utilisation %.3f < %.2f" % (
+            r["utilisation"], TARGET_UTILISATION)))
     if r["handoff_us"]["p99"] > TARGET_HANDOFF_P99_US:
-        misses.append("hand-off p99")
+        misses.append(("hand-off p99", "hand-off p99 %.0f µs > %.0f µs (%.1fx)" % (
+            r["handoff_us"]["p99"], TARGET_HANDOFF_P99_US,
+            r["handoff_us"]["p99"] / TARGET_HANDOFF_P99_US)))
     if r["fairness"] < TARGET_FAIRNESS:
-        misses.append("fairness")
+        misses.append(("fairness", "fairness %.2f < %.1f" % (r["fairness"], TARGET_FAIRNESS)))
     if requests is None or requests > TARGET_REQUESTS:
-        misses.append("requests")
+        misses.append(("requests", "client requests/acquisition %s > %.1f" % (
+            _f(requests, 2), TARGET_REQUESTS)))
     if r["lost_updates"] != 0 or r["overlaps"] != 0:
-        misses.append("lost/overlap")
+        misses.append(("lost/overlap", "%d lost, %d overlaps" % (r["lost_updates"],
+                                                                 r["overlaps"])))
     return misses
+
+
+def rlock_misses(results):
+    """[(detail, (scenario, threads, mode))] for every rlock row that misses a target."""
+    misses = []
+    for r in _rlock_rows(results, "uncontended"):
+        key, need = TARGET_UNCONTENDED[r["threads"]]
+        ratio = r["cycles_per_s"] / (results["ceilings"][key]["rps"] / 2)
+        if ratio < need:
+            misses.append(("uncontended, %d threads (%s): %.2fx of %s/2, target %.1fx: short by "
+                           "%.0f%%" % (r["threads"], r.get("mode"), ratio, key, need,
+                                       100 * (1 - ratio / need)),
+                           ("uncontended", r["threads"], r.get("mode"))))
+    for r in _rlock_rows(results, "contended"):
+        for _, detail in _contended_misses(r, _requests(r)):
+            misses.append(("contended (%s): %s" % (r.get("mode"), detail),
+                           ("contended", r["threads"], r.get("mode"))))
+    w = results.get("watchdog")
+    if w and w["renewal_scripts_per_period"] > TARGET_RENEWALS:
+        misses.append(("watchdog: %.1f renewal scripts per period > %d" % (
+            w["renewal_scripts_per_period"], TARGET_RENEWALS), None))
+    if w and w["lock_latency_p99_us"]["ratio"] > TARGET_LATENCY_RATIO:
+        misses.append(("watchdog: lock latency p99 %.2fx while renewing > %.2fx" % (
+            w["lock_latency_p99_us"]["ratio"], TARGET_LATENCY_RATIO), None))
+    return misses
+
+
+def _requests(r):
+    return r.get("accounting", {}).get("client_requests_per_acquisition")
 
 
 def _contended(rows):
     out = []
     for r in rows:
-        requests = r.get("accounting", {}).get("client_requests_per_acquisition")
+        requests = _requests(r)
         stats = r.get("client_requests_per_acquisition") if r.get("library") == "rlock" else None
         misses = _contended_misses(r, requests)
         h = r["handoff_us"]
         out.append([_name(r), _f(r["acquisitions_per_s"]), _f(r["utilisation"], 3), _f(h["p50"]),
                     _f(h["p99"]), _f(h["max"]), _f(r["fairness"], 2), _f(requests, 2),
                     _f(stats, 2), r["lost_updates"], r["overlaps"],
-                    "pass" if not misses else "**miss**: " + ", ".join(misses)])
+                    "pass" if not misses else "**miss**: " + ", ".join(m[0] for m in misses)])
     head = ["library", "acq/s", "utilisation", "hand-off p50 µs", "p99 µs", "max µs",
             "fairness min/max", "requests/acq (MONITOR)", "requests/acq (commandstats)", "lost",
             "overlaps", "targets"]
@@ -152,10 +187,6 @@ def _peer_rows(results, scenario):
     return [r for r in results.get(scenario, []) if r.get("library") != "rlock"]
 
 
-def _requests(r):
-    return r.get("accounting", {}).get("client_requests_per_acquisition")
-
-
 # (scenario, threads or None, figure, getter, higher is better)
 FIGURES = [
     ("uncontended", 1, "cycles/s", lambda r: r["cycles_per_s"], True),
@@ -192,6 +223,21 @@ def _versus(results):
                          best[1], _f(best[0], 2), "yes" if ahead else "**no**"])
     return _table(["scenario", "figure", "rlock", "value", "best peer", "peer value", "ahead"],
                   rows)
+
+
+def _missed(results):
+    misses = rlock_misses(results)
+    if not misses:
+        return ["## Targets", "", "rlock met every target of issue 5 in this run.", ""]
+    lines = ["## Missed targets (rlock)", ""] + ["- " + m[0] for m in misses] + [""]
+    for p in results.get("profiles", []):
+        lines += ["### Profile: `%s`" % p["argv"], ""]
+        if p.get("text"):
+            lines += ["perf record -g, self time per symbol (≥ 1.5 %):", "", "```", p["text"],
+                      "```", ""]
+        else:
+            lines += ["(no profile: %s)" % p.get("reason"), ""]
+    return lines
 
 
 def rlock_failures(results):
@@ -274,6 +320,7 @@ def write_report(path, results, plots):
         lines += ["## Footprint (rlock)", "", "`%s`" % results["footprint"].get("argv", ""), ""]
         lines += _footprint(results["footprint"])
     lines += ["## rlock against the best peer, figure by figure", ""] + _versus(results)
+    lines += _missed(results)
     lines += ["## Plots", ""] + ["![%s](%s)" % (title, rel) for title, rel in plots] + [""]
     lines += _notes(results)
     with open(path, "w", encoding="utf-8") as f:

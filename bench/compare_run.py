@@ -1,9 +1,10 @@
 """compare_run.py: the sequence of one bench/compare run (see bench/compare for the command).
 
 `run(quick, rlock_path, out_dir, repo)` starts the private server, measures the ceilings, runs
-rlock's scenarios and the peers', the accounting passes, and writes the report, the plots and the
-raw JSON. Returns the exit status: 0; 1 if an rlock invariant failed (printed); 2 if a part could
-not be run (printed, and noted in the report).
+rlock's scenarios and the peers', the accounting passes, a perf profile of each rlock scenario
+that missed a target, and writes the report, the plots and the raw JSON. Returns the exit status:
+0; 1 if an rlock invariant failed (printed); 2 if a part could not be run (printed, and noted in
+the report).
 """
 import json
 import os
@@ -13,6 +14,7 @@ import time
 import compare_ceilings
 import compare_peers
 import compare_plots
+import compare_profile
 import compare_report
 import compare_rlock
 import compare_server
@@ -80,6 +82,26 @@ def _run_rlock(binary, port, d, results):
     return ok
 
 
+def _profile_misses(binary, port, d, results):
+    """A perf profile of each rlock scenario that missed a target (once per configuration)."""
+    seconds = d["uncontended_s"]
+    done = set()
+    for _, key in compare_report.rlock_misses(results):
+        if key is None or key in done:
+            continue
+        done.add(key)
+        scenario, threads, mode = key
+        queue = ["--queue", "off" if mode == "plain" else "on"]
+        if scenario == "uncontended":
+            options = ["--threads", str(threads), "--duration", _duration(seconds)] + queue
+        else:
+            options = _rlock_contended_options(mode != "plain", seconds)
+        _log("perf profile: rlock bench %s %s" % (scenario, " ".join(options)))
+        text, reason = compare_profile.profile(binary, port, scenario, options, seconds)
+        results["profiles"].append({"argv": "rlock bench %s %s" % (scenario, " ".join(options)),
+                                    "text": text, "reason": reason})
+
+
 def _run_peers(port, d, results):
     compare_peers.install_node_peers()
     for peer in compare_peers.PEERS:
@@ -110,7 +132,7 @@ def run(quick, rlock_path, out_dir, repo):
     status = 0
     results = {"quick": quick, "processes": PROCESSES, "hold_us": HOLD_US, "durations": d,
                "machine": compare_report.machine(compare_server.server_version()),
-               "uncontended": [], "contended": [], "notes": []}
+               "uncontended": [], "contended": [], "notes": [], "profiles": []}
     binary = compare_rlock.find_rlock(rlock_path)
     with compare_server.private_server() as port:
         _log("redis-server on 127.0.0.1:%d; ceilings (redis-benchmark)" % port)
@@ -122,6 +144,8 @@ def run(quick, rlock_path, out_dir, repo):
             results["notes"].append("rlock rows missing: no rlock binary with `bench` found")
             _log("no rlock binary with the bench command: rlock rows are missing")
         _run_peers(port, d, results)
+        if binary:
+            _profile_misses(binary, port, d, results)
     report_path, plots_dir, json_path = _paths(out_dir, repo)
     with open(json_path, "w", encoding="utf-8") as f:
         json.dump(results, f)
