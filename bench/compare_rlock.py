@@ -3,7 +3,7 @@
 `find_rlock(path)` returns the rlock binary to use: the given path, else build/tools/cli/rlock, else
 any build*/tools/cli/rlock, the first one that has the `bench` command (None if there is none).
 `run_scenario(binary, port, scenario, options, timeout_s)` runs one scenario and returns its JSON
-(`rlock bench`'s schema). `accounting_pass(...)` runs a contended configuration again with MONITOR
+(`rlock bench`'s schema, plus "failed_checks": what it reported on exit status 1). `accounting_pass(...)` runs a contended configuration again with MONITOR
 open and counts the client requests per acquisition the way compare_peers does, leaving out the
 bench driver's connection (the one that reads INFO commandstats) and counting only between its two
 INFO commands (the window its commandstats figure covers); the workload's counter is the key the
@@ -47,9 +47,12 @@ def url(port):
 
 def run_scenario(binary, port, scenario, options, timeout_s):
     argv = [binary, "bench", scenario] + options + ["--json", "--url", url(port)]
-    out = compare_workers.run_bounded(argv, timeout_s + RUN_MARGIN_S)
+    status, out, err = compare_workers.run_bounded(argv, timeout_s + RUN_MARGIN_S, accept=(0, 1))
     result = json.loads(out.strip().splitlines()[-1])
     result["argv"] = " ".join(["rlock", "bench", scenario] + options + ["--json"])
+    # Status 1: a check of the scenario failed; rlock bench names it on stderr.
+    result["failed_checks"] = [l for l in err.splitlines() if l.startswith("rlock bench")] \
+        if status == 1 else []
     return result
 
 
@@ -63,5 +66,6 @@ def accounting_pass(binary, port, options, duration_s):
     acquisitions = run["acquisitions"]
     return {"acquisitions": acquisitions, "client_requests": requests, "commands": by_command,
             "workload_requests": workload, "counter_key": counter_key,
+            "failed_checks": run["failed_checks"],
             "driver_clients": sorted(driver),
             "client_requests_per_acquisition": requests / acquisitions if acquisitions else 0.0}

@@ -4,7 +4,8 @@
   the peers' protocol (print "ready"; read "go <start_ns> <end_ns>" on CLOCK_MONOTONIC; print one
   JSON line), waits for all to be ready, calls `on_ready()` (e.g. to open MONITOR), sends one
   common start/end instant, and returns (results, failed): every worker's JSON (None if it failed).
-- `run_bounded(argv, timeout_s)`: runs one command, returns its stdout; raises on failure.
+- `run_bounded(argv, timeout_s, accept)`: runs one command, returns (status, stdout, stderr);
+  raises if it times out or exits with a status not in `accept`.
 Guarantees: every wait is bounded; each child runs in its own process group and any group left
 alive (timeout, error, Ctrl-C) is killed with SIGKILL before the function returns or raises.
 """
@@ -89,15 +90,17 @@ def run_workers(argvs, start_delay_s, duration_s, on_ready=None):
             _kill_group(proc)
 
 
-def run_bounded(argv, timeout_s):
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+def run_bounded(argv, timeout_s, accept=(0,)):
+    """Returns (exit status, stdout, stderr); raises unless the status is in `accept`."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        out, _ = proc.communicate(timeout=timeout_s)
+        out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired as e:
         raise RuntimeError("%s did not finish within %.0f s" % (" ".join(argv), timeout_s)) from e
     finally:
         _kill_group(proc)
-    if proc.returncode != 0:
-        raise RuntimeError("%s exited with %d" % (" ".join(argv), proc.returncode))
-    return out
+    if proc.returncode not in accept:
+        raise RuntimeError("%s exited with %d: %s" % (" ".join(argv), proc.returncode,
+                                                      err.strip()[-500:]))
+    return proc.returncode, out, err
