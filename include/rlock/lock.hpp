@@ -33,6 +33,10 @@
 //     asynchronous); this single-server release does not claim otherwise.
 //   - Acquire and unlock are idempotent: a lost reply is resent without taking or releasing a
 //     hold twice. An acquire whose outcome stays unknown is undone in the background.
+//   - An acquire returns only with a lease ahead of it: a reply that arrives after less than a
+//     tenth of its lease (at most 1 s) is left, counted from the request's send time (a stalled
+//     network, a paused client), is not trusted. That acquire is undone and tried again within
+//     the caller's wait; a single attempt (try_lock() without a wait) returns false.
 //
 // Invalid: calling a blocking member from one of the client's own completion handlers (it
 // throws errc::invalid_argument instead of deadlocking); unlocking a hold of another owner

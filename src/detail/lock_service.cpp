@@ -1,5 +1,6 @@
 #include "detail/lock_service.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <random>
@@ -16,6 +17,12 @@ namespace {
 // How long a lock channel stays subscribed after its last local waiter left, so that a busy
 // lock does not pay SUBSCRIBE/UNSUBSCRIBE for every hand-off.
 constexpr std::chrono::seconds subscription_linger{10};
+
+// How much of a lease must be left when an acquire's reply arrives for the acquire to count:
+// a tenth of the lease, at most one second.
+clock::duration stale_margin(std::chrono::milliseconds lease) {
+  return std::min<clock::duration>(lease / 10, std::chrono::seconds(1));
+}
 
 }  // namespace
 
@@ -67,7 +74,9 @@ lock_service::lock_service(std::shared_ptr<core> c)
       watchdog_(std::make_shared<watchdog>(core_, core_->cfg().lock_watchdog_timeout,
                                            core_->cfg().lock_watchdog_batch_size)) {}
 
-lock_service::~lock_service() { shutdown(); }
+lock_service::~lock_service() {
+  shutdown();
+}
 
 void lock_service::shutdown() {
   std::vector<std::shared_ptr<op>> waiting;
@@ -129,9 +138,8 @@ void lock_service::start(const std::shared_ptr<op>& o) {
   {
     std::lock_guard lk(mu_);
     if (closed_) {
-      asio::post(core_->io(), [d = std::move(o->done)] {
-        d(make_error_code(errc::shutdown), false);
-      });
+      asio::post(core_->io(),
+                 [d = std::move(o->done)] { d(make_error_code(errc::shutdown), false); });
       return;
     }
     entry& e = entries_[o->req.raw_name];
@@ -188,8 +196,11 @@ void lock_service::step(const std::shared_ptr<op>& o, Event&& ev) {
 void lock_service::run(const std::shared_ptr<op>& o, acquire_fsm::action a,
                        std::unique_lock<std::mutex>& lk) {
   switch (a.kind) {
-    case acquire_fsm::action_kind::none: return;
-    case acquire_fsm::action_kind::send_acquire: send_acquire(o, lk); return;
+    case acquire_fsm::action_kind::none:
+      return;
+    case acquire_fsm::action_kind::send_acquire:
+      send_acquire(o, lk);
+      return;
     case acquire_fsm::action_kind::subscribe:
       lk.unlock();
       ensure_subscribed(o, a.until);
@@ -204,7 +215,9 @@ void lock_service::run(const std::shared_ptr<op>& o, acquire_fsm::action a,
         });
       }
       return;
-    case acquire_fsm::action_kind::done: finish(o, a, lk); return;
+    case acquire_fsm::action_kind::done:
+      finish(o, a, lk);
+      return;
   }
 }
 
@@ -258,14 +271,15 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
 }
 
 std::uint64_t lock_service::register_hold(const std::string& raw_name, std::uint64_t owner_id,
-                                          const std::string& owner,
-                                          std::chrono::milliseconds lease, bool renew) {
+                                          const std::string& owner, std::chrono::milliseconds lease,
+                                          bool renew) {
   std::weak_ptr<lock_service> svc = weak_from_this();
   auto id_holder = std::make_shared<std::uint64_t>(0);
-  const std::uint64_t id =
-      watchdog_->add(raw_name, owner, lease, renew, [svc, raw_name, owner_id, id_holder](std::error_code) {
-        if (auto s = svc.lock()) s->on_lost(raw_name, owner_id, *id_holder);
-      });
+  const std::uint64_t id = watchdog_->add(raw_name, owner, lease, renew,
+                                          [svc, raw_name, owner_id, id_holder](std::error_code) {
+                                            if (auto s = svc.lock())
+                                              s->on_lost(raw_name, owner_id, *id_holder);
+                                          });
   *id_holder = id;
   return id;
 }
@@ -373,7 +387,8 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
             s->on_message(name);  // resubscribed: a hand-off may have been missed
           }
         },
-        until, [arrive](std::error_code ec, subscription sub) { arrive(ec, std::move(sub), true); });
+        until,
+        [arrive](std::error_code ec, subscription sub) { arrive(ec, std::move(sub), true); });
   }
 }
 
@@ -432,8 +447,8 @@ void lock_service::on_handoff(const std::string& raw_name, std::string_view payl
     // bound of the lease's start on our clock.
     const auto now = clock::now();
     if (o->enqueue_server_ms >= 0 && server_ms >= o->enqueue_server_ms) {
-      o->lease_from = std::min(now, o->enqueue_sent_at + std::chrono::milliseconds(
-                                                             server_ms - o->enqueue_server_ms));
+      o->lease_from = std::min(
+          now, o->enqueue_sent_at + std::chrono::milliseconds(server_ms - o->enqueue_server_ms));
     } else {
       o->lease_from = o->enqueue_sent_at;
     }
@@ -506,8 +521,16 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   o->finished = true;
   o->timer.cancel();
   lk.unlock();
-  const bool keep = a.acquired && !a.release;
-  const bool may_hold = a.release && (a.acquired || o->last_written);
+  bool keep = a.acquired && !a.release;
+  // A first acquire whose reply came after its lease could have run out (the lease is counted
+  // from the send time of the answering attempt: the server may have applied it at once) is not
+  // returned as held: nobody can tell whether the lock is still this owner's. It is undone like
+  // an abandoned acquire and, if the caller's wait allows, tried again (behind the undo).
+  const bool stale =
+      keep && o->prior_count == 0 &&
+      o->lease_from.value_or(o->sent_at) + o->lease - stale_margin(o->lease) <= clock::now();
+  if (stale) keep = false;
+  const bool may_hold = stale || (a.release && (a.acquired || o->last_written));
   if (may_hold || (!keep && o->enqueued)) release_or_leave(o);
   std::shared_ptr<op> next;
   std::optional<clock::time_point> held_until;
@@ -541,6 +564,11 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     });
   }
   auto done = std::move(o->done);
+  if (stale && !o->req.single_attempt && clock::now() < o->req.deadline &&
+      !o->req.stop.stop_requested()) {
+    acquire(std::move(o->req), std::move(done));  // starts once the undo has landed
+    return;
+  }
   if (done) done(keep ? std::error_code{} : a.ec, keep);
 }
 
@@ -620,7 +648,8 @@ void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
         // The timer being run belongs to this entry: keep it alive until this handler returns.
         auto keep = std::move(it->second.linger);
         self->entries_.erase(it);
-        asio::post(self->core_->io(), [k = std::shared_ptr<asio::steady_timer>(std::move(keep))] {});
+        asio::post(self->core_->io(),
+                   [k = std::shared_ptr<asio::steady_timer>(std::move(keep))] {});
       }
     }
   });
@@ -743,7 +772,8 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
                         signal_loss = true;
                       }
                       if (released || not_owner || --h->second.count <= 0) {
-                        if (h->second.watchdog_id != 0) self->watchdog_->remove(h->second.watchdog_id);
+                        if (h->second.watchdog_id != 0)
+                          self->watchdog_->remove(h->second.watchdog_id);
                         e.holds.erase(h);
                       }
                     }
