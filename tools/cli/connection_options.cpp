@@ -139,6 +139,25 @@ rlock::config make_config(const connection_options& opts) {
   return cfg;
 }
 
+std::vector<std::string> connection_arguments(const connection_options& opts) {
+  const auto ms_text = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
+  std::vector<std::string> a{"--url",
+                             resolve_url(opts),
+                             "--timeout",
+                             ms_text(opts.timeout),
+                             "--connect-timeout",
+                             ms_text(opts.connect_timeout)};
+  const auto add = [&a](const char* option, const std::string& value) {
+    if (!value.empty()) a.insert(a.end(), {option, value});
+  };
+  add("--user", opts.user);
+  add("--tls-ca", opts.tls_ca);
+  add("--tls-cert", opts.tls_cert);
+  add("--tls-key", opts.tls_key);
+  if (opts.tls_insecure) a.emplace_back("--tls-insecure");
+  return a;
+}
+
 const char* connection_environment_help() {
   return "Environment:\n"
          "  RLOCK_URL       server URL when --url is not given\n"

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <rlock/config.hpp>
 #include <string>
+#include <vector>
 
 namespace rlock::cli {
 
@@ -51,6 +52,10 @@ rlock::config make_config(const connection_options& opts);
 /// The password rlock would use, if any (from --password-file or $RLOCK_PASSWORD); throws
 /// command_error(no_input) if the file cannot be read.
 std::optional<std::string> resolve_password(const connection_options& opts);
+
+/// The options as arguments for a child rlock process (a demo or bench worker): the resolved
+/// URL, timeouts, user and TLS files; never the password (children get it in the environment).
+std::vector<std::string> connection_arguments(const connection_options& opts);
 
 /// Help text describing the environment variables, shared by --help and the man page.
 const char* connection_environment_help();

@@ -7,13 +7,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <random>
 #include <system_error>
 
 #include "command_error.hpp"
 #include "connect.hpp"
+#include "demo_event_log.hpp"
 #include "demo_events.hpp"
 #include "demo_stats.hpp"
 #include "demo_timeline.hpp"
@@ -43,98 +43,11 @@ std::string ms_text(milliseconds d) {
 /// The worker's command line after "--id I": the lock, the work and the connection.
 std::vector<std::string> worker_arguments(const std::string& name, const demo_options& o,
                                           const connection_options& c) {
-  std::vector<std::string> a{"--name",
-                             name,
-                             "--parent",
-                             std::to_string(::getpid()),
-                             "--hold",
-                             ms_text(o.hold),
-                             "--url",
-                             c.url,
-                             "--timeout",
-                             ms_text(c.timeout),
-                             "--connect-timeout",
-                             ms_text(c.connect_timeout)};
-  const auto add = [&a](const char* option, const std::string& value) {
-    if (!value.empty()) a.insert(a.end(), {option, value});
-  };
-  add("--user", c.user);
-  add("--tls-ca", c.tls_ca);
-  add("--tls-cert", c.tls_cert);
-  add("--tls-key", c.tls_key);
-  if (c.tls_insecure) a.emplace_back("--tls-insecure");
+  std::vector<std::string> a{"--name", name,           "--parent", std::to_string(::getpid()),
+                             "--hold", ms_text(o.hold)};
+  const std::vector<std::string> connection = connection_arguments(c);
+  a.insert(a.end(), connection.begin(), connection.end());
   return a;
-}
-
-/// Reads what is available on `fd` into `buffer`; false at end of file.
-bool read_available(int fd, std::string& buffer) {
-  char chunk[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n > 0) {
-      buffer.append(chunk, static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return n != 0;  // 0: EOF; -1 EAGAIN: drained
-  }
-}
-
-/// Everything the parent learns from the workers' event lines.
-struct demo_record {
-  int ready = 0;
-  std::map<std::pair<int, long long>, long long> open{};  // (worker, seq) -> acquired_ns
-  std::vector<critical_section> sections{};
-  std::vector<std::string> errors{};
-};
-
-class event_reader {
- public:
-  explicit event_reader(int fd) : fd_(fd) {}
-  int fd() const { return fd_; }
-  bool at_eof() const { return eof_; }
-  /// Reads and dispatches the complete lines available now.
-  template <class F>
-  void pump(F&& on_event) {
-    if (eof_) return;
-    eof_ = !read_available(fd_, buffer_);
-    std::size_t start = 0;
-    for (std::size_t nl; (nl = buffer_.find('\n', start)) != std::string::npos; start = nl + 1) {
-      if (auto e = parse_demo_event(std::string_view(buffer_).substr(start, nl - start))) {
-        on_event(*e);
-      }
-    }
-    buffer_.erase(0, start);
-  }
-
- private:
-  int fd_;
-  std::string buffer_{};
-  bool eof_ = false;
-};
-
-void record_event(demo_record& r, const demo_event& e) {
-  switch (e.kind) {
-    case demo_event_kind::ready:
-      ++r.ready;
-      break;
-    case demo_event_kind::acquired:
-      r.open[{e.worker, e.seq}] = e.ns;
-      break;
-    case demo_event_kind::released: {
-      const auto it = r.open.find({e.worker, e.seq});
-      if (it != r.open.end()) {
-        r.sections.push_back({e.worker, it->second, e.ns});
-        r.open.erase(it);
-      }
-      break;
-    }
-    case demo_event_kind::done:
-      break;
-    case demo_event_kind::error:
-      r.errors.push_back("worker " + std::to_string(e.worker) + ": " + e.text);
-      break;
-  }
 }
 
 int poll_timeout_ms(long long until_ns) {

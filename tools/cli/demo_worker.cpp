@@ -24,7 +24,8 @@ void emit(const demo_event& e) {
   }
 }
 
-/// Reads "go END_NS" from stdin; std::nullopt on EOF or anything else.
+}  // namespace
+
 std::optional<long long> read_go() {
   std::string line;
   char c = 0;
@@ -42,8 +43,6 @@ std::optional<long long> read_go() {
     return std::nullopt;
   }
 }
-
-}  // namespace
 
 CLI::App* add_demo_worker_command(CLI::App& app, demo_worker_options& opts) {
   CLI::App* sub = app.add_subcommand("demo-worker", "internal: one worker of rlock demo");

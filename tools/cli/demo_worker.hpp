@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "connection_options.hpp"
@@ -28,6 +29,10 @@ struct demo_worker_options {
   long long parent = 0;
   connection_options connection{};
 };
+
+/// Reads "go END_NS\n" from stdin (at most 64 bytes); std::nullopt on EOF or anything else.
+/// Also used by `rlock bench-worker`.
+std::optional<long long> read_go();
 
 CLI::App* add_demo_worker_command(CLI::App& app, demo_worker_options& opts);
 int run_demo_worker(const demo_worker_options& opts);

@@ -16,7 +16,8 @@
 namespace rlock::cli {
 
 demo_workers::demo_workers(int count, const std::vector<std::string>& args,
-                           const std::vector<std::string>& env, int events_fd) {
+                           const std::vector<std::string>& env, int events_fd,
+                           const std::string& command) {
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec)
@@ -27,7 +28,7 @@ demo_workers::demo_workers(int count, const std::vector<std::string>& args,
       throw command_error(exit_codes::software,
                           std::string("pipe: ") + std::system_category().message(errno));
     }
-    std::vector<std::string> argv{self.string(), "demo-worker", "--id", std::to_string(id)};
+    std::vector<std::string> argv{self.string(), command, "--id", std::to_string(id)};
     argv.insert(argv.end(), args.begin(), args.end());
     int error = 0;
     const pid_t pid =

@@ -57,12 +57,17 @@ std::string make_man_page(const CLI::App& app, const std::string& version) {
   for (const CLI::App* sub : subs) {
     out << ".SS \"rlock " << sub->get_name() << "\"\n";
     out << literal_block(sub->help());
+    // Commands with their own subcommands (bench SCENARIO): each one's options too.
+    for (const CLI::App* nested : sub->get_subcommands([](const CLI::App*) { return true; })) {
+      out << ".SS \"rlock " << sub->get_name() << " " << nested->get_name() << "\"\n";
+      out << literal_block(nested->help());
+    }
   }
   out << ".SH ENVIRONMENT\n" << literal_block(connection_environment_help());
   out << ".SH EXIT STATUS\n"
       << literal_block(
              "0    success (exec: the command's own status is passed through)\n"
-             "1    demo: a check failed\n"
+             "1    demo, bench: a check failed\n"
              "64   usage error (bad option, duration or URL)\n"
              "65   the key is not a lock\n"
              "66   --password-file or a TLS file cannot be read\n"
@@ -82,7 +87,8 @@ std::string make_man_page(const CLI::App& app, const std::string& version) {
              "rlock exec deploy --wait 5m --on-loss INT --grace 30s -- ./deploy.sh\n"
              "rlock status deploy --json\n"
              "rlock force-unlock deploy\n"
-             "rlock demo --workers 8 --duration 10s\n");
+             "rlock demo --workers 8 --duration 10s\n"
+             "rlock bench contended --processes 8 --hold 1ms --json\n");
   out << ".SH SEE ALSO\nredis\\-cli(1), redis\\-server(1)\n";
   return out.str();
 }

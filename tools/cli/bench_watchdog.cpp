@@ -1,0 +1,170 @@
+#include "bench_watchdog.hpp"
+
+#include <sstream>
+#include <thread>
+
+#include "bench_commandstats.hpp"
+#include "bench_keys.hpp"
+#include "bench_latency.hpp"
+#include "bench_lock_set.hpp"
+#include "bench_process_stats.hpp"
+#include "command_error.hpp"
+#include "connect.hpp"
+#include "duration.hpp"
+#include "duration_option.hpp"
+
+namespace rlock::cli {
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct probe_result {
+  latency_histogram histogram{};
+  long long cycles = 0;
+  long long scripts = 0;  ///< EVALSHA + EVAL on the server meanwhile
+  long long cpu_ns = 0;   ///< process CPU time meanwhile
+};
+
+/// Lock (fixed lease) + unlock cycles, at most one per millisecond, until `end`.
+probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds lease,
+                       clock::time_point end) {
+  probe_result r;
+  const command_counts before = read_commandstats(client);
+  const long long cpu0 = process_cpu_ns();
+  for (auto next = clock::now(); next < end;) {
+    std::this_thread::sleep_until(next);
+    const auto t0 = clock::now();
+    probe.lock(lease);
+    probe.unlock();
+    const auto t1 = clock::now();
+    r.histogram.record(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+    ++r.cycles;
+    next = std::max(next + milliseconds(1), t1);
+  }
+  r.cpu_ns = process_cpu_ns() - cpu0;
+  r.scripts = scripts_run(command_delta(before, read_commandstats(client)));
+  return r;
+}
+
+double per(double total, double n) {
+  return n > 0 ? total / n : 0.0;
+}
+
+}  // namespace
+
+void add_watchdog_options(CLI::App& sub, watchdog_options& opts) {
+  sub.add_option("--locks", opts.locks, "Locks held under the watchdog")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1'000'000).description(""))
+      ->capture_default_str();
+  sub.add_option("--periods", opts.periods, "Renewal periods to hold them (period: timeout/3)")
+      ->type_name("K")
+      ->check(CLI::Range(1, 1000).description(""))
+      ->capture_default_str();
+  add_duration_option(sub, "--watchdog-timeout", opts.watchdog_timeout,
+                      "The client's lock_watchdog_timeout", duration_bound::positive);
+  sub.footer(
+      "One client takes N locks without a lease and holds them for K renewal periods\n"
+      "(timeout/3). Renewal scripts per period: EVALSHA delta of INFO commandstats minus the\n"
+      "latency probe's own scripts. CPU: user+sys of this process minus the probe's. The\n"
+      "probe (lock with a lease + unlock on another name, at most 1/ms) gives the lock latency\n"
+      "p99 before the locks are taken and while they are renewed. All keys must be gone at\n"
+      "the end.\n");
+}
+
+bench_report run_watchdog(const watchdog_options& o, const connection_options& conn) {
+  rlock::config cfg = make_config(conn);
+  cfg.lock_watchdog_timeout = o.watchdog_timeout;
+  rlock::client client = connect_checked(cfg);
+  const std::string prefix = bench_prefix();
+  const milliseconds period = o.watchdog_timeout / 3;
+  if (period.count() < 1) throw usage_error("--watchdog-timeout must be at least 3ms");
+  rlock::lock probe = client.get_lock(prefix + "probe");
+  const milliseconds probe_lease = std::max(o.watchdog_timeout, milliseconds(10'000));
+  bench_report report;
+
+  // 1. Idle.
+  const process_status before = read_process_status();
+  const probe_result idle =
+      run_probe(client, probe, probe_lease, clock::now() + std::min(period, milliseconds(3000)));
+  const double probe_scripts_per_cycle =
+      per(static_cast<double>(idle.scripts), static_cast<double>(idle.cycles));
+  const double probe_cpu_per_cycle =
+      per(static_cast<double>(idle.cpu_ns), static_cast<double>(idle.cycles));
+
+  // 2. Take the locks.
+  bench_lock_set locks(client, prefix, "w", static_cast<std::size_t>(o.locks));
+  const auto first_acquire = clock::now();
+  const std::size_t held =
+      locks.acquire_all(first_acquire + milliseconds(60'000) + milliseconds(o.locks));
+  report.check(held == locks.size(),
+               "only " + std::to_string(held) + " of " + std::to_string(o.locks) + " locks taken" +
+                   (locks.first_error().empty() ? "" : ": " + locks.first_error()));
+
+  // 3. Hold for K periods, half a period away from the renewal rounds.
+  auto window_start = first_acquire + period / 2;
+  while (window_start < clock::now()) window_start += period;
+  std::this_thread::sleep_until(window_start);
+  const probe_result renewing =
+      run_probe(client, probe, probe_lease, window_start + o.periods * period);
+  const process_status holding = read_process_status();
+  const double probe_scripts = static_cast<double>(renewing.cycles) * probe_scripts_per_cycle;
+  const double renewal_scripts = static_cast<double>(renewing.scripts) - probe_scripts;
+  const double renewal_cpu_ns =
+      std::max(0.0, static_cast<double>(renewing.cpu_ns) -
+                        static_cast<double>(renewing.cycles) * probe_cpu_per_cycle);
+
+  // 4. Release and check.
+  const std::size_t released =
+      locks.release_all(clock::now() + milliseconds(60'000) + milliseconds(o.locks));
+  report.check(released == held, "only " + std::to_string(released) + " of " +
+                                     std::to_string(held) + " locks released");
+  const run_leftovers left = clean_up_run(client, prefix);
+  report.check(left.keys == 0, std::to_string(left.keys) + " key(s) left on the server");
+
+  const double k = o.periods;
+  const long long idle_p99 = idle.histogram.percentile(99);
+  const long long renewing_p99 = renewing.histogram.percentile(99);
+  const double ratio = per(static_cast<double>(renewing_p99), static_cast<double>(idle_p99));
+  json_object rss;
+  rss.add("before", before.rss_kib).add("holding", holding.rss_kib);
+  json_object latency;
+  latency.add_us("idle", idle_p99).add_us("renewing", renewing_p99).add("ratio", ratio, 3);
+  report.json.add("scenario", "watchdog")
+      .add("library", "rlock")
+      .add("locks", o.locks)
+      .add("periods", o.periods)
+      .add("watchdog_timeout_ms", static_cast<long long>(o.watchdog_timeout.count()))
+      .add("renewal_scripts_per_period", renewal_scripts / k, 2)
+      .add("cpu_ms_per_period", renewal_cpu_ns / k / 1e6, 3)
+      .add("rss_kib", rss)
+      .add("lock_latency_p99_us", latency)
+      .add("keys_left", left.keys)
+      .add("unlock_latches_left", left.unlock_latches)
+      .add("locks_taken", static_cast<long long>(held))
+      .add("probe_cycles", renewing.cycles)
+      .add("probe_scripts", probe_scripts, 1)
+      .add("cpu_ms_per_period_with_probe", static_cast<double>(renewing.cpu_ns) / k / 1e6, 3)
+      .add("threads", holding.threads);
+
+  std::ostringstream text;
+  text << "watchdog: " << o.locks << " locks held for " << o.periods << " renewal period(s) of "
+       << format_duration(period) << " (lock_watchdog_timeout "
+       << format_duration(o.watchdog_timeout) << ")\n"
+       << "  renewal scripts per period " << json_number(renewal_scripts / k, 2) << " ("
+       << json_number(probe_scripts, 0) << " probe scripts subtracted)\n"
+       << "  client CPU per period      " << json_number(renewal_cpu_ns / k / 1e6, 2)
+       << " ms (probe's CPU subtracted; " << json_number(renewing.cpu_ns / k / 1e6, 2)
+       << " ms with it)\n"
+       << "  RSS                        " << before.rss_kib << " KiB before, " << holding.rss_kib
+       << " KiB holding\n"
+       << "  lock+unlock p99            " << format_latency_ns(idle_p99) << " idle, "
+       << format_latency_ns(renewing_p99) << " while renewing (ratio " << json_number(ratio, 2)
+       << ")\n"
+       << "  keys left                  " << left.keys << "\n";
+  report.text = text.str();
+  return report;
+}
+
+}  // namespace rlock::cli
