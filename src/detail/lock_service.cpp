@@ -164,7 +164,6 @@ void lock_service::start(const std::shared_ptr<op>& o) {
       e.queue.push_back(o);
       o->queued = true;
       if (e.linger) e.linger->cancel();
-      if (core_->cfg().lock_queue) arm_refresh_locked(o->req.raw_name, e);
     }
   }
   if (o->req.stop.stop_possible()) {
@@ -238,6 +237,13 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   auto on_reply = [self = shared_from_this(), o](exec_result res) {
     long long server_ms = -1;
     const acquire_fsm::reply r = decode_acquire(res, server_ms);
+    if (!r.acquired && !r.ec && o->enqueued) {
+      // Queued in Redis: from now on its entry needs refreshing. (An acquire that succeeds at
+      // once, the uncontended case, never arms the refresh timer.)
+      std::lock_guard svc_lk(self->mu_);
+      auto it = self->entries_.find(o->req.raw_name);
+      if (it != self->entries_.end()) self->arm_refresh_locked(o->req.raw_name, it->second);
+    }
     const bool written = res.written;
     const auto sent_at = res.sent_at;
     self->step(o, [o, r, written, server_ms, sent_at](acquire_fsm& f) {

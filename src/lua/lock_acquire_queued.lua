@@ -17,10 +17,18 @@
 -- whose deadline has passed (crashed) are dropped as they reach the head. When a free lock is
 -- found with another live waiter at the head, that waiter is made the owner and told on the
 -- hand-off channel with the payload "<owner> <server ms> 0".
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_ms
+local function now()
+  if not now_ms then
+    local t = redis.call('time')
+    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now_ms
+end
 local prior = tonumber(ARGV[3])
 local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
+-- Without a queue (the uncontended case) none of the queue's bookkeeping runs.
+local queued = redis.call('exists', KEYS[2]) == 1
 
 local function leave(who)
   redis.call('zrem', KEYS[2], who)
@@ -40,7 +48,7 @@ local function live_head()
     local v = redis.call('hget', KEYS[3], head)
     if v then
       local deadline, lease = string.match(v, '^(%d+):(%d+)$')
-      if tonumber(deadline) > now then
+      if tonumber(deadline) > now() then
         return head, lease
       end
     end
@@ -50,8 +58,10 @@ end
 
 if held == prior + 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
-  leave(ARGV[2])
-  tidy()
+  if queued then
+    leave(ARGV[2])
+    tidy()
+  end
   return nil
 end
 if held > 0 then
@@ -60,10 +70,15 @@ if held > 0 then
   return nil
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  local head, lease = live_head()
+  local head, lease
+  if queued then
+    head, lease = live_head()
+  end
   if head == nil or head == ARGV[2] then
-    leave(ARGV[2])
-    tidy()
+    if queued then
+      leave(ARGV[2])
+      tidy()
+    end
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
@@ -71,7 +86,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], head, 1)
   redis.call('pexpire', KEYS[1], lease)
   leave(head)
-  redis.call(ARGV[5], KEYS[4], head .. ' ' .. now .. ' 0')
+  redis.call(ARGV[5], KEYS[4], head .. ' ' .. now() .. ' 0')
 end
 if ARGV[4] ~= '0' then
   if redis.call('zscore', KEYS[2], ARGV[2]) == false then
@@ -82,9 +97,9 @@ if ARGV[4] ~= '0' then
     end
     redis.call('zadd', KEYS[2], n, ARGV[2])
   end
-  redis.call('hset', KEYS[3], ARGV[2], (now + tonumber(ARGV[4])) .. ':' .. ARGV[1])
+  redis.call('hset', KEYS[3], ARGV[2], (now() + tonumber(ARGV[4])) .. ':' .. ARGV[1])
   -- Queue keys expire when nobody refreshes them any more (every waiter crashed).
   redis.call('pexpire', KEYS[2], tonumber(ARGV[4]) * 2)
   redis.call('pexpire', KEYS[3], tonumber(ARGV[4]) * 2)
 end
-return {redis.call('pttl', KEYS[1]), now}
+return {redis.call('pttl', KEYS[1]), now()}

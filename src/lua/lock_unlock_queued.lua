@@ -24,17 +24,26 @@ local done = redis.call('get', KEYS[3])
 if done ~= false then
   return tonumber(done)
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_ms
+local function now()
+  if not now_ms then
+    local t = redis.call('time')
+    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now_ms
+end
 
 local function leave(who)
   redis.call('zrem', KEYS[4], who)
   redis.call('hdel', KEYS[5], who)
 end
+-- Deletes an empty queue; true while the queue has waiters.
 local function tidy()
   if redis.call('zcard', KEYS[4]) == 0 then
     redis.call('del', KEYS[4], KEYS[5])
+    return false
   end
+  return true
 end
 local function live_head()
   while true do
@@ -45,7 +54,7 @@ local function live_head()
     local v = redis.call('hget', KEYS[5], head)
     if v then
       local deadline, lease = string.match(v, '^(%d+):(%d+)$')
-      if tonumber(deadline) > now then
+      if tonumber(deadline) > now() then
         return head, lease
       end
     end
@@ -53,8 +62,12 @@ local function live_head()
   end
 end
 
-leave(ARGV[3])
-tidy()
+-- Without a queue (the uncontended case) none of the queue's bookkeeping runs.
+local queued = redis.call('exists', KEYS[4]) == 1
+if queued then
+  leave(ARGV[3])
+  queued = tidy()
+end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   return nil
 end
@@ -68,13 +81,16 @@ if counter > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-local head, lease = live_head()
+local head, lease
+if queued then
+  head, lease = live_head()
+end
 if head then
   redis.call('hset', KEYS[1], head, 1)
   redis.call('pexpire', KEYS[1], lease)
   leave(head)
   tidy()
-  redis.call(ARGV[4], KEYS[6], head .. ' ' .. now .. ' 1')
+  redis.call(ARGV[4], KEYS[6], head .. ' ' .. now() .. ' 1')
 end
 redis.call(ARGV[4], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
