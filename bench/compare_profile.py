@@ -5,6 +5,7 @@
 symbol, at least PERCENT_LIMIT %) as text, or None with the reason when perf is missing or not
 permitted. Bounded by timeouts; the perf data lives in a temporary directory that is removed.
 """
+import re
 import shutil
 import subprocess
 import tempfile
@@ -33,8 +34,9 @@ def profile(binary, port, scenario, options, seconds):
             ["perf", "report", "-i", data, "--stdio", "--no-children", "-g", "none",
              "--sort", "comm,dso,symbol", "--percent-limit", PERCENT_LIMIT],
             capture_output=True, text=True, timeout=300, check=False)
-        rows = [l.rstrip() for l in report.stdout.splitlines() if l.strip() and
-                not l.startswith("#")]
+        # perf pads the symbol column and appends empty columns ("-  -"): trim them.
+        rows = [re.sub(r"(\s+-)+$", "", re.sub(r"\s{3,}", "  ", l.strip()))
+                for l in report.stdout.splitlines() if l.strip() and not l.startswith("#")]
         if not rows:
             return None, "perf report printed nothing: " + report.stderr.strip()[:200]
         return "\n".join(rows[:TOP_LINES]), None
