@@ -17,50 +17,17 @@
 -- whose deadline has passed (crashed) are dropped as they reach the head. When a free lock is
 -- found with another live waiter at the head, that waiter is made the owner and told on the
 -- hand-off channel with the payload "<owner> <server ms> 0".
-local now_ms
-local function now()
-  if not now_ms then
-    local t = redis.call('time')
-    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return now_ms
-end
+--!include queue_prelude.lua
 local prior = tonumber(ARGV[3])
 local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
 -- Without a queue (the uncontended case) none of the queue's bookkeeping runs.
 local queued = redis.call('exists', KEYS[2]) == 1
 
-local function leave(who)
-  redis.call('zrem', KEYS[2], who)
-  redis.call('hdel', KEYS[3], who)
-end
-local function tidy()
-  if redis.call('zcard', KEYS[2]) == 0 then
-    redis.call('del', KEYS[2], KEYS[3])
-  end
-end
-local function live_head()
-  while true do
-    local head = redis.call('zrange', KEYS[2], 0, 0)[1]
-    if not head then
-      return nil
-    end
-    local v = redis.call('hget', KEYS[3], head)
-    if v then
-      local deadline, lease = string.match(v, '^(%d+):(%d+)$')
-      if tonumber(deadline) > now() then
-        return head, lease
-      end
-    end
-    leave(head)
-  end
-end
-
 if held == prior + 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   if queued then
-    leave(ARGV[2])
-    tidy()
+    leave(KEYS[2], KEYS[3], ARGV[2])
+    tidy(KEYS[2], KEYS[3])
   end
   return nil
 end
@@ -72,12 +39,12 @@ end
 if redis.call('exists', KEYS[1]) == 0 then
   local head, lease
   if queued then
-    head, lease = live_head()
+    head, lease = live_head(KEYS[2], KEYS[3])
   end
   if head == nil or head == ARGV[2] then
     if queued then
-      leave(ARGV[2])
-      tidy()
+      leave(KEYS[2], KEYS[3], ARGV[2])
+      tidy(KEYS[2], KEYS[3])
     end
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -85,7 +52,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   end
   redis.call('hset', KEYS[1], head, 1)
   redis.call('pexpire', KEYS[1], lease)
-  leave(head)
+  leave(KEYS[2], KEYS[3], head)
   redis.call(ARGV[5], KEYS[4], head .. ' ' .. now() .. ' 0')
 end
 if ARGV[4] ~= '0' then

@@ -10,47 +10,25 @@
 --          its message may have been lost), 2 if it is queued (its deadline was extended),
 --          0 if it is in neither (its entry was dropped as stale: it must queue again).
 -- If the lock is free (its holder expired) the first live waiter is made owner and told.
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-
-local function leave(who)
-  redis.call('zrem', KEYS[2], who)
-  redis.call('hdel', KEYS[3], who)
-end
-local function live_head()
-  while true do
-    local head = redis.call('zrange', KEYS[2], 0, 0)[1]
-    if not head then
-      return nil
-    end
-    local v = redis.call('hget', KEYS[3], head)
-    if v then
-      local deadline, lease = string.match(v, '^(%d+):(%d+)$')
-      if tonumber(deadline) > now then
-        return head, lease
-      end
-    end
-    leave(head)
-  end
-end
+--!include queue_prelude.lua
 
 for i = 3, #ARGV do
   if redis.call('zscore', KEYS[2], ARGV[i]) then
     local v = redis.call('hget', KEYS[3], ARGV[i])
     local lease = v and string.match(v, ':(%d+)$') or '30000'
-    redis.call('hset', KEYS[3], ARGV[i], (now + tonumber(ARGV[1])) .. ':' .. lease)
+    redis.call('hset', KEYS[3], ARGV[i], (now() + tonumber(ARGV[1])) .. ':' .. lease)
   end
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  local head, lease = live_head()
+  local head, lease = live_head(KEYS[2], KEYS[3])
   if head then
     redis.call('hset', KEYS[1], head, 1)
     redis.call('pexpire', KEYS[1], lease)
-    leave(head)
-    redis.call(ARGV[2], KEYS[4], head .. ' ' .. now .. ' 0')
+    leave(KEYS[2], KEYS[3], head)
+    redis.call(ARGV[2], KEYS[4], head .. ' ' .. now() .. ' 0')
   end
 end
-local result = {now}
+local result = {now()}
 for i = 3, #ARGV do
   if redis.call('hexists', KEYS[1], ARGV[i]) == 1 then
     result[#result + 1] = 1
@@ -60,9 +38,7 @@ for i = 3, #ARGV do
     result[#result + 1] = 0
   end
 end
-if redis.call('zcard', KEYS[2]) == 0 then
-  redis.call('del', KEYS[2], KEYS[3])
-else
+if tidy(KEYS[2], KEYS[3]) then
   redis.call('pexpire', KEYS[2], tonumber(ARGV[1]) * 2)
   redis.call('pexpire', KEYS[3], tonumber(ARGV[1]) * 2)
 end

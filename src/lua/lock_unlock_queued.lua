@@ -24,49 +24,13 @@ local done = redis.call('get', KEYS[3])
 if done ~= false then
   return tonumber(done)
 end
-local now_ms
-local function now()
-  if not now_ms then
-    local t = redis.call('time')
-    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return now_ms
-end
-
-local function leave(who)
-  redis.call('zrem', KEYS[4], who)
-  redis.call('hdel', KEYS[5], who)
-end
--- Deletes an empty queue; true while the queue has waiters.
-local function tidy()
-  if redis.call('zcard', KEYS[4]) == 0 then
-    redis.call('del', KEYS[4], KEYS[5])
-    return false
-  end
-  return true
-end
-local function live_head()
-  while true do
-    local head = redis.call('zrange', KEYS[4], 0, 0)[1]
-    if not head then
-      return nil
-    end
-    local v = redis.call('hget', KEYS[5], head)
-    if v then
-      local deadline, lease = string.match(v, '^(%d+):(%d+)$')
-      if tonumber(deadline) > now() then
-        return head, lease
-      end
-    end
-    leave(head)
-  end
-end
+--!include queue_prelude.lua
 
 -- Without a queue (the uncontended case) none of the queue's bookkeeping runs.
 local queued = redis.call('exists', KEYS[4]) == 1
 if queued then
-  leave(ARGV[3])
-  queued = tidy()
+  leave(KEYS[4], KEYS[5], ARGV[3])
+  queued = tidy(KEYS[4], KEYS[5])
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   return nil
@@ -83,13 +47,13 @@ end
 redis.call('del', KEYS[1])
 local head, lease
 if queued then
-  head, lease = live_head()
+  head, lease = live_head(KEYS[4], KEYS[5])
 end
 if head then
   redis.call('hset', KEYS[1], head, 1)
   redis.call('pexpire', KEYS[1], lease)
-  leave(head)
-  tidy()
+  leave(KEYS[4], KEYS[5], head)
+  tidy(KEYS[4], KEYS[5])
   redis.call(ARGV[4], KEYS[6], head .. ' ' .. now() .. ' 1')
 end
 redis.call(ARGV[4], KEYS[2], ARGV[1])
