@@ -92,14 +92,8 @@ contended_figures figures_of(std::vector<critical_section> sections, int workers
 }  // namespace
 
 void add_contended_options(CLI::App& sub, contended_options& opts) {
-  sub.add_option("--processes", opts.processes, "Worker processes (1 to 64)")
-      ->type_name("P")
-      ->check(CLI::Range(1, 64).description(""))
-      ->capture_default_str();
-  sub.add_option("--threads", opts.threads, "Threads per worker process (1 to 64)")
-      ->type_name("T")
-      ->check(CLI::Range(1, 64).description(""))
-      ->capture_default_str();
+  add_count_option(sub, "--processes", opts.processes, "Worker processes (1 to 64)", "P", 64);
+  add_count_option(sub, "--threads", opts.threads, "Threads per worker process (1 to 64)", "T", 64);
   add_duration_option(sub, "--hold", opts.hold, "Hold inside each critical section, after GET+SET");
   add_duration_option(sub, "--duration", opts.duration, "How long the workers contend",
                       duration_bound::positive);

@@ -8,6 +8,7 @@
 
 #include "bench_keys.hpp"
 #include "bench_lock_set.hpp"
+#include "bench_options.hpp"
 #include "bench_process_stats.hpp"
 #include "connect.hpp"
 
@@ -56,14 +57,9 @@ json_object usage_json(const process_status& s) {
 }  // namespace
 
 void add_footprint_options(CLI::App& sub, footprint_options& opts) {
-  sub.add_option("--locks", opts.locks, "Locks held in phase (b)")
-      ->type_name("N")
-      ->check(CLI::Range(1, 1'000'000).description(""))
-      ->capture_default_str();
-  sub.add_option("--waiters", opts.waiters, "Threads waiting on one held lock in phase (c)")
-      ->type_name("W")
-      ->check(CLI::Range(1, 10'000).description(""))
-      ->capture_default_str();
+  add_count_option(sub, "--locks", opts.locks, "Locks held in phase (b)", "N", 1'000'000);
+  add_count_option(sub, "--waiters", opts.waiters, "Threads waiting on one held lock in phase (c)",
+                   "W", 10'000);
   sub.footer(
       "RSS and threads of this process (/proc/self/status): idle with a connected client,\n"
       "holding N locks (released afterwards), and with W threads blocked in try_lock_for on one\n"

@@ -43,6 +43,9 @@ json_object& json_object::add(std::string_view key, std::uint64_t value) {
 json_object& json_object::add(std::string_view key, int value) {
   return raw(key, std::to_string(value));
 }
+json_object& json_object::add(std::string_view key, bool value) {
+  return raw(key, value ? "true" : "false");
+}
 json_object& json_object::add(std::string_view key, double value, int decimals) {
   return raw(key, json_number(value, decimals));
 }

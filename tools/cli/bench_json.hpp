@@ -23,6 +23,7 @@ class json_object {
   json_object& add(std::string_view key, long long value);
   json_object& add(std::string_view key, std::uint64_t value);
   json_object& add(std::string_view key, int value);
+  json_object& add(std::string_view key, bool value);
   json_object& add(std::string_view key, double value, int decimals = 3);
   json_object& add(std::string_view key, const json_object& value);
   json_object& add(std::string_view key, const std::vector<long long>& values);

@@ -15,6 +15,15 @@ void add_queue_option(CLI::App& sub, std::string& queue) {
       ->capture_default_str();
 }
 
+CLI::Option* add_count_option(CLI::App& sub, const std::string& name, int& target,
+                              const std::string& description, const std::string& type_name,
+                              int max) {
+  return sub.add_option(name, target, description)
+      ->type_name(type_name)
+      ->check(CLI::Range(1, max).description(""))
+      ->capture_default_str();
+}
+
 const char* queue_mode_name(const std::string& queue) {
   return queue == "off" ? "plain" : "queued";
 }

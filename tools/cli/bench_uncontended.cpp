@@ -59,10 +59,8 @@ void run_thread(rlock::lock l, const std::optional<std::chrono::milliseconds>& l
 }  // namespace
 
 void add_uncontended_options(CLI::App& sub, uncontended_options& opts) {
-  sub.add_option("--threads", opts.threads, "Threads sharing one client, each on its own lock")
-      ->type_name("N")
-      ->check(CLI::Range(1, 1024).description(""))
-      ->capture_default_str();
+  add_count_option(sub, "--threads", opts.threads,
+                   "Threads sharing one client, each on its own lock", "N", 1024);
   add_duration_option(sub, "--duration", opts.duration, "How long the threads cycle",
                       duration_bound::positive);
   add_duration_option(sub, "--lease", opts.lease,

@@ -7,6 +7,7 @@
 #include "bench_keys.hpp"
 #include "bench_latency.hpp"
 #include "bench_lock_set.hpp"
+#include "bench_options.hpp"
 #include "bench_process_stats.hpp"
 #include "command_error.hpp"
 #include "connect.hpp"
@@ -54,14 +55,9 @@ double per(double total, double n) {
 }  // namespace
 
 void add_watchdog_options(CLI::App& sub, watchdog_options& opts) {
-  sub.add_option("--locks", opts.locks, "Locks held under the watchdog")
-      ->type_name("N")
-      ->check(CLI::Range(1, 1'000'000).description(""))
-      ->capture_default_str();
-  sub.add_option("--periods", opts.periods, "Renewal periods to hold them (period: timeout/3)")
-      ->type_name("K")
-      ->check(CLI::Range(1, 1000).description(""))
-      ->capture_default_str();
+  add_count_option(sub, "--locks", opts.locks, "Locks held under the watchdog", "N", 1'000'000);
+  add_count_option(sub, "--periods", opts.periods,
+                   "Renewal periods to hold them (period: timeout/3)", "K", 1000);
   add_duration_option(sub, "--watchdog-timeout", opts.watchdog_timeout,
                       "The client's lock_watchdog_timeout", duration_bound::positive);
   sub.footer(
@@ -102,18 +98,28 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
                "only " + std::to_string(held) + " of " + std::to_string(o.locks) + " locks taken" +
                    (locks.first_error().empty() ? "" : ": " + locks.first_error()));
 
-  // 3. Hold for K periods, half a period away from the renewal rounds.
+  // 3. Hold for K periods, half a period away from the renewal rounds: the first K-1 quiet
+  // (only the watchdog works: its CPU time), the probe during the last one.
   auto window_start = first_acquire + period / 2;
   while (window_start < clock::now()) window_start += period;
   std::this_thread::sleep_until(window_start);
-  const probe_result renewing =
-      run_probe(client, probe, probe_lease, window_start + o.periods * period);
+  const auto window_end = window_start + o.periods * period;
+  const command_counts quiet_before = read_commandstats(client);
+  const long long quiet_cpu0 = process_cpu_ns();
+  std::this_thread::sleep_until(window_end - period);
+  const long long quiet_cpu_ns = process_cpu_ns() - quiet_cpu0;
   const process_status holding = read_process_status();
+  const long long quiet_scripts =
+      scripts_run(command_delta(quiet_before, read_commandstats(client)));
+  const probe_result renewing = run_probe(client, probe, probe_lease, window_end);
   const double probe_scripts = static_cast<double>(renewing.cycles) * probe_scripts_per_cycle;
-  const double renewal_scripts = static_cast<double>(renewing.scripts) - probe_scripts;
+  const double renewal_scripts =
+      static_cast<double>(quiet_scripts + renewing.scripts) - probe_scripts;
+  const bool cpu_estimated = o.periods == 1;  // no quiet period: subtract the probe's share
   const double renewal_cpu_ns =
-      std::max(0.0, static_cast<double>(renewing.cpu_ns) -
-                        static_cast<double>(renewing.cycles) * probe_cpu_per_cycle);
+      cpu_estimated ? std::max(0.0, static_cast<double>(renewing.cpu_ns) -
+                                        static_cast<double>(renewing.cycles) * probe_cpu_per_cycle)
+                    : static_cast<double>(quiet_cpu_ns) / (o.periods - 1);
 
   // 4. Release and check.
   const std::size_t released =
@@ -137,7 +143,7 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
       .add("periods", o.periods)
       .add("watchdog_timeout_ms", static_cast<long long>(o.watchdog_timeout.count()))
       .add("renewal_scripts_per_period", renewal_scripts / k, 2)
-      .add("cpu_ms_per_period", renewal_cpu_ns / k / 1e6, 3)
+      .add("cpu_ms_per_period", renewal_cpu_ns / 1e6, 3)
       .add("rss_kib", rss)
       .add("lock_latency_p99_us", latency)
       .add("keys_left", left.keys)
@@ -145,7 +151,7 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
       .add("locks_taken", static_cast<long long>(held))
       .add("probe_cycles", renewing.cycles)
       .add("probe_scripts", probe_scripts, 1)
-      .add("cpu_ms_per_period_with_probe", static_cast<double>(renewing.cpu_ns) / k / 1e6, 3)
+      .add("cpu_estimated", cpu_estimated)
       .add("threads", holding.threads);
 
   std::ostringstream text;
@@ -154,9 +160,8 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
        << format_duration(o.watchdog_timeout) << ")\n"
        << "  renewal scripts per period " << json_number(renewal_scripts / k, 2) << " ("
        << json_number(probe_scripts, 0) << " probe scripts subtracted)\n"
-       << "  client CPU per period      " << json_number(renewal_cpu_ns / k / 1e6, 2)
-       << " ms (probe's CPU subtracted; " << json_number(renewing.cpu_ns / k / 1e6, 2)
-       << " ms with it)\n"
+       << "  client CPU per period      " << json_number(renewal_cpu_ns / 1e6, 2) << " ms"
+       << (cpu_estimated ? " (estimated: the probe's CPU subtracted)" : "") << "\n"
        << "  RSS                        " << before.rss_kib << " KiB before, " << holding.rss_kib
        << " KiB holding\n"
        << "  lock+unlock p99            " << format_latency_ns(idle_p99) << " idle, "

@@ -7,10 +7,13 @@
 //     the probe's own scripts and CPU time per cycle (nothing else runs then).
 //  2. the N locks are taken with the asynchronous API, without a lease (bounded: 60 s + N ms).
 //  3. hold: K periods, aligned half a period away from the renewal rounds (which the watchdog
-//     runs every period after the first acquire), so the window holds exactly K rounds. The
-//     probe runs again meanwhile; its scripts (cycles x scripts per cycle) are subtracted from
-//     the EVALSHA/EVAL delta of INFO commandstats, its CPU (cycles x CPU per cycle) from the
-//     process's user+sys CPU time. RSS is read before the locks and at the end of the hold.
+//     runs every period after the first acquire), so the window holds exactly K rounds. During
+//     the first K-1 periods only the watchdog works: the process's user+sys CPU time over them
+//     is the renewal CPU, and RSS "holding" is read at their end. The probe runs during the
+//     last period; its scripts (cycles x scripts per cycle) are subtracted from the
+//     EVALSHA/EVAL delta of INFO commandstats over the K periods. With K = 1 there is no quiet
+//     period: the CPU is then estimated by subtracting the probe's (cycles x CPU per cycle),
+//     and "cpu_estimated" says so.
 //  4. every lock is released and the run's keys must be gone.
 // The probe's lock has a fixed lease, so the watchdog never renews it.
 //
