@@ -1,0 +1,93 @@
+// Helpers of the hostile-server tests (hostile_*_test.cpp): run one blocking call with a hard
+// limit and record its error and duration; read one INFO field.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+
+#include "common.hpp"
+
+namespace rlock::test {
+
+/// What a blocking call did: its result (false when it threw), its error, how long it took.
+struct outcome {
+  bool value = false;
+  std::error_code ec{};
+  std::string what{};
+  long long took = 0;  // ms
+};
+
+/// Far beyond any deadline these tests configure: a call still running then has hung.
+inline constexpr std::chrono::seconds hang_limit{30};
+
+/// Added to every bound derived from a config: timer and thread scheduling on a loaded machine.
+inline constexpr std::chrono::milliseconds slack{500};
+
+/// The longest a request that never reaches the server may take: every attempt waits at most
+/// min(timeout, connect_timeout) (its own deadline, or the connect attempt it waits for), and
+/// at most retry_delay_max passes between attempts.
+inline std::chrono::milliseconds retry_budget(const config& cfg) {
+  return cfg.retry_attempts * (std::min(cfg.timeout, cfg.connect_timeout) + cfg.retry_delay_max) +
+         slack;
+}
+
+/// Runs `f` (returning bool) on the calling thread (so lock ownership is the caller's) while a
+/// watchdog thread waits at most hang_limit for it. A call that does not return by then is a
+/// hang: the test process aborts with a message rather than blocking ctest until its timeout.
+template <class F>
+outcome run_bounded(F f) {
+  std::promise<void> finished;
+  std::thread watchdog([done = finished.get_future()] {
+    if (done.wait_for(hang_limit) != std::future_status::ready) {
+      std::fprintf(stderr, "hostile test: a blocking call did not return within %lld s\n",
+                   static_cast<long long>(hang_limit.count()));
+      std::abort();
+    }
+  });
+  outcome o;
+  const auto t0 = steady::now();
+  try {
+    o.value = f();
+  } catch (const error& e) {
+    o.ec = e.code();
+    o.what = e.what();
+  }
+  o.took = ms_since(t0);
+  finished.set_value();
+  watchdog.join();
+  return o;
+}
+
+/// A config for a loopback_listener at `url` (not Redis): the given request timeout, a 1 s
+/// connect timeout and short retry and reconnect delays, so every bound stays small.
+inline config config_for_listener(const std::string& url, std::chrono::milliseconds timeout) {
+  config c;
+  c.address = url;
+  c.timeout = timeout;
+  c.connect_timeout = std::chrono::seconds(1);
+  c.retry_delay_base = std::chrono::milliseconds(50);
+  c.retry_delay_max = std::chrono::milliseconds(100);
+  c.reconnect_delay_min = std::chrono::milliseconds(10);
+  c.reconnect_delay_max = std::chrono::milliseconds(100);
+  return c;
+}
+
+/// The integer value of `field` in INFO `section` (for example memory / used_memory).
+inline long long info_field(const redis_server& server, const std::string& section,
+                            const std::string& field) {
+  const std::string info = server.cli({"INFO", section});
+  const auto at = info.find(field + ":");
+  if (at == std::string::npos) throw std::runtime_error("INFO has no " + field);
+  return std::stoll(info.substr(at + field.size() + 1));
+}
+
+}  // namespace rlock::test

@@ -1,0 +1,111 @@
+// A server that closes every connection at once (issue #7, bad input): a real Redis killing all
+// its clients (CLIENT KILL TYPE normal and pubsub), and a listener of our own that closes each
+// connection as soon as it accepts it. What rlock guarantees (src/detail/core.cpp, retry_fsm):
+// a request certainly not written is retried within its budget; a written non-idempotent one
+// fails with connection_lost (outcome unknown); lock operations are idempotent and survive.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <memory>
+#include <string>
+
+#include "common.hpp"
+#include "hostile_common.hpp"
+#include "support/loopback_listener.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+void kill_every_client(const redis_server& server) {
+  server.cli({"CLIENT", "KILL", "TYPE", "normal"});
+  server.cli({"CLIENT", "KILL", "TYPE", "pubsub"});
+}
+
+TEST(hostile_disconnect, client_kill_of_everything_fails_written_commands_and_recovers) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.timeout = 2s;
+  client c(cfg);
+  c.execute({"PING"});
+  auto p = std::make_shared<std::promise<std::error_code>>();
+  auto blpop = p->get_future();
+  c.async_execute({"BLPOP", "nothing", "0"}, [p](std::error_code ec, reply) { p->set_value(ec); });
+  ASSERT_TRUE(
+      wait_until([&] { return info_field(server, "clients", "blocked_clients") == 1; }, 5s));
+  kill_every_client(server);
+  // Written and not idempotent: reported, never resent.
+  ASSERT_EQ(blpop.wait_for(cfg.timeout + slack), std::future_status::ready);
+  EXPECT_EQ(blpop.get(), errc::connection_lost);
+  // A new request was never written on the dead connection: retried over the new one.
+  const outcome set = run_bounded([&] {
+    return c.execute({"SET", "after", "kill"}).str() == "OK";
+  });
+  EXPECT_TRUE(set.value) << set.what;
+  EXPECT_LT(set.took, retry_budget(cfg).count());
+  EXPECT_EQ(server.cli({"GET", "after"}), "kill");
+  EXPECT_EQ(server.cli({"LLEN", "nothing"}), "0");
+}
+
+TEST(hostile_disconnect, client_kill_of_everything_mid_wait_neither_hangs_nor_loses_the_unlock) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.timeout = 2s;
+  client a(cfg);
+  client b(cfg);
+  auto la = a.get_lock("k");
+  la.lock();
+  auto lb = b.get_lock("k");
+  const auto wait = 10s;
+  auto waiter = std::async(std::launch::async, [&] {
+    return run_bounded([&] {
+      const bool ok = lb.try_lock(wait);
+      if (ok) lb.unlock();
+      return ok;
+    });
+  });
+  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{k}") == 1; }, 5s));
+  kill_every_client(server);
+  // The holder's connection is gone too: its unlock (idempotent) goes out after reconnecting.
+  const outcome unlock = run_bounded([&] {
+    la.unlock();
+    return true;
+  });
+  EXPECT_TRUE(unlock.value) << unlock.what;
+  EXPECT_LT(unlock.took, retry_budget(cfg).count());
+  const outcome w = waiter.get();
+  EXPECT_TRUE(w.value) << "the lock was freed during the wait; " << w.what;
+  EXPECT_LT(w.took, std::chrono::milliseconds(wait + slack).count());
+  EXPECT_EQ(server.cli({"EXISTS", "k"}), "0");
+  EXPECT_EQ(server.cli({"EXISTS", "rlock_queue:{k}"}), "0");
+}
+
+TEST(hostile_disconnect, a_server_that_closes_at_once_gives_not_connected_within_the_budget) {
+  loopback_listener server(listener_behaviour::close_at_once);
+  const config cfg = config_for_listener(server.url(), 500ms);
+  const auto t0 = steady::now();
+  client c(cfg);
+  EXPECT_LT(ms_since(t0), cfg.connect_timeout.count()) << "construction does not block";
+
+  const outcome ping = run_bounded([&] { return c.execute({"PING"}).str() == "PONG"; });
+  EXPECT_EQ(ping.ec, errc::not_connected) << ping.what;
+  EXPECT_LT(ping.took, retry_budget(cfg).count());
+
+  auto l = c.get_lock("x");
+  const auto wait = 1500ms;
+  const outcome timed = run_bounded([&] { return l.try_lock(wait); });
+  EXPECT_FALSE(timed.value);
+  EXPECT_EQ(timed.ec, errc::not_connected) << timed.what;
+  EXPECT_LT(timed.took, (wait + slack).count());
+
+  const outcome unbounded = run_bounded([&] {
+    l.lock();
+    return true;
+  });
+  EXPECT_EQ(unbounded.ec, errc::not_connected) << unbounded.what;
+  EXPECT_LT(unbounded.took, retry_budget(cfg).count());
+  EXPECT_GE(server.accepted(), 1U);
+}
+
+}  // namespace
+}  // namespace rlock::test
