@@ -80,6 +80,7 @@ lock_service::~lock_service() {
 
 void lock_service::shutdown() {
   std::vector<std::shared_ptr<op>> waiting;
+  std::vector<std::shared_ptr<op>> parked;
   {
     std::lock_guard lk(mu_);
     if (closed_) return;
@@ -91,8 +92,16 @@ void lock_service::shutdown() {
       if (e.linger) e.linger->cancel();
       if (e.refresh) e.refresh->cancel();
     }
+    for (auto& [key, ops] : after_undo_) parked.insert(parked.end(), ops.begin(), ops.end());
+    after_undo_.clear();
   }
   watchdog_->stop();
+  for (auto& o : parked) {
+    o->timer.cancel();
+    o->stop_cb.reset();
+    auto done = std::move(o->done);
+    if (done) done(make_error_code(errc::shutdown), false);
+  }
   for (auto& o : waiting) {
     step(o, [](acquire_fsm&) {
       acquire_fsm::action a;
@@ -126,10 +135,49 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
     const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
     if (!closed_ && undo_in_flight_.count(key) != 0) {
       after_undo_[key].push_back(o);  // started when this owner's clean-up has landed
+      park_locked(o);
       return;
     }
   }
   start(o);
+}
+
+void lock_service::park_locked(const std::shared_ptr<op>& o) {
+  // A parked acquire has not started: its own deadline and stop request still end it.
+  std::weak_ptr<lock_service> svc = weak_from_this();
+  if (o->req.deadline != clock::time_point::max()) {
+    o->timer.expires_at(o->req.deadline);
+    o->timer.async_wait([svc, o](std::error_code ec) {
+      if (ec) return;
+      if (auto s = svc.lock()) s->unpark(o, errc::timeout);
+    });
+  }
+  if (o->req.stop.stop_possible()) {
+    std::weak_ptr<op> weak = o;
+    // Not inline: request_stop() may run on a thread that holds locks of its own.
+    o->stop_cb = std::make_unique<std::stop_callback<std::function<void()>>>(
+        o->req.stop, std::function<void()>([weak, svc] {
+          auto op_ptr = weak.lock();
+          auto s = svc.lock();
+          if (!op_ptr || !s) return;
+          asio::post(s->core_->io(), [s, op_ptr] { s->unpark(op_ptr, errc::stopped); });
+        }));
+  }
+}
+
+void lock_service::unpark(const std::shared_ptr<op>& o, errc why) {
+  {
+    std::lock_guard lk(mu_);
+    auto it = after_undo_.find(std::make_pair(o->req.raw_name, o->req.owner_id));
+    if (it == after_undo_.end()) return;
+    const auto n = std::erase(it->second, o);
+    if (it->second.empty()) after_undo_.erase(it);
+    if (n == 0) return;  // started meanwhile: its state machine has the deadline now
+  }
+  o->timer.cancel();
+  o->stop_cb.reset();
+  auto done = std::move(o->done);
+  if (done) done(make_error_code(why), false);
 }
 
 void lock_service::start(const std::shared_ptr<op>& o) {
@@ -611,7 +659,10 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
         }
       }
     }
-    for (auto& r : ready) self->start(r);
+    for (auto& r : ready) {
+      r->timer.cancel();  // the parking deadline; the state machine arms its own
+      self->start(r);
+    }
   };
   if (cfg.lock_queue) {
     const std::string queue = queue_key(o->req.raw_name);

@@ -71,7 +71,7 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     std::unique_ptr<asio::steady_timer> linger;
     std::unique_ptr<asio::steady_timer> refresh;  // queued mode: liveness of local waiters
     bool refresh_armed = false;
-    bool handoff_then_zero = false;  // the next "0" is the one that follows our own hand-off
+    bool handoff_then_zero = false;       // the next "0" is the one that follows our own hand-off
     std::map<std::uint64_t, hold> holds;  // by owner id
   };
 
@@ -97,6 +97,10 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
                               const std::string& owner, std::chrono::milliseconds lease,
                               bool renew);
   void start(const std::shared_ptr<op>& o);
+  /// An acquire waiting for its owner's undo to land (in after_undo_) ends at its deadline
+  /// (errc::timeout) or on a stop request (errc::stopped) without being started.
+  void park_locked(const std::shared_ptr<op>& o);
+  void unpark(const std::shared_ptr<op>& o, errc why);
   void on_lost(const std::string& raw_name, std::uint64_t owner_id, std::uint64_t wd_id);
 
   std::shared_ptr<core> core_;
