@@ -110,9 +110,9 @@ def rlock_misses(results):
         key, need = TARGET_UNCONTENDED[r["threads"]]
         ratio = r["cycles_per_s"] / (results["ceilings"][key]["rps"] / 2)
         if ratio < need:
-            misses.append(("uncontended, %d threads (%s): %.2fx of %s/2, target %.1fx: short by "
-                           "%.0f%%" % (r["threads"], r.get("mode"), ratio, key, need,
-                                       100 * (1 - ratio / need)),
+            misses.append(("uncontended, %d thread%s (%s): %.2fx of %s/2, target %.1fx: short by "
+                           "%.0f%%" % (r["threads"], "s" if r["threads"] > 1 else "", r.get("mode"),
+                                       ratio, key, need, 100 * (1 - ratio / need)),
                            ("uncontended", r["threads"], r.get("mode"))))
     for r in _rlock_rows(results, "contended"):
         for _, detail in _contended_misses(r, _requests(r)):
@@ -276,6 +276,7 @@ def _intro(results):
         "- load average at start %.2f%s" % (m["load_at_start"], (
             ": **the machine was shared with other jobs (compilers), figures are noisy**"
             if noisy else "")),
+        "- rlock binary: `%s`" % results.get("rlock_binary"),
         "- one private redis-server on loopback TCP (`--save '' --appendonly no`), clients on the"
         " same host", "",
         "## Re-run", "",

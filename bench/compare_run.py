@@ -134,6 +134,7 @@ def run(quick, rlock_path, out_dir, repo):
                "machine": compare_report.machine(compare_server.server_version()),
                "uncontended": [], "contended": [], "notes": [], "profiles": []}
     binary = compare_rlock.find_rlock(rlock_path)
+    results["rlock_binary"] = os.path.relpath(binary, repo) if binary else None
     with compare_server.private_server() as port:
         _log("redis-server on 127.0.0.1:%d; ceilings (redis-benchmark)" % port)
         results["ceilings"] = compare_ceilings.measure_ceilings(port, quick)
