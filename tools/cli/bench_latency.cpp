@@ -13,7 +13,7 @@ constexpr std::size_t bucket_count = (64 - sub_bits + 1) * (sub_count / 2) + sub
 
 std::size_t bucket_of(std::uint64_t v) {
   if (v < sub_count) return static_cast<std::size_t>(v);
-  const int shift = std::bit_width(v) - sub_bits;  // v >> shift in [512, 1023]
+  const int shift = static_cast<int>(std::bit_width(v)) - sub_bits;  // v >> shift in [512, 1023]
   return static_cast<std::size_t>(shift) * (sub_count / 2) + static_cast<std::size_t>(v >> shift);
 }
 

@@ -115,6 +115,7 @@ int run_bench_worker(const bench_worker_options& o) {
     std::vector<thread_outcome> outcomes(static_cast<std::size_t>(o.threads));
     {
       std::vector<std::jthread> threads;
+      threads.reserve(outcomes.size());
       for (int t = 0; t < o.threads; ++t) {
         threads.emplace_back(contend, std::ref(client), lock, std::cref(counter),
                              o.id * o.threads + t, o.hold, start_ns, *end_ns,

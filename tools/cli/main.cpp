@@ -47,9 +47,14 @@ const CLI::App* active_app(const CLI::App& app) {
 
 /// Its name as typed after "rlock" ("bench contended"; "" for the top level).
 std::string active_command(const CLI::App& app) {
-  std::string name;
+  std::vector<std::string> names;  // innermost first
   for (const CLI::App* a = active_app(app); a != nullptr && a != &app; a = a->get_parent()) {
-    name = name.empty() ? a->get_name() : a->get_name() + " " + name;
+    names.push_back(a->get_name());
+  }
+  std::string name;
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    if (!name.empty()) name += ' ';
+    name += *it;
   }
   return name;
 }
