@@ -335,7 +335,7 @@ def write_report(path, results, plots):
     lines += ["## rlock against the best peer, figure by figure", ""] + _versus(results)
     failures = rlock_failures(results)
     if failures:
-        lines += ["## rlock invariant failures", ""] + ["- **%s**" % f for f in failures] + [""]
+        lines += ["## rlock checks that failed", ""] + ["- **%s**" % f for f in failures] + [""]
     lines += _missed(results)
     lines += ["## Plots", ""] + ["![%s](%s)" % (title, rel) for title, rel in plots] + [""]
     lines += _notes(results)

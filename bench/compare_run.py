@@ -52,26 +52,53 @@ def _attempt(results, what, step):
         return False
 
 
-def _rlock_contended(binary, port, d, queued, results):
-    r = compare_rlock.run_scenario(binary, port, "contended",
-                                   _rlock_contended_options(queued, d["contended_s"]),
-                                   d["contended_s"])
-    _log("rlock contended accounting pass (MONITOR)")
-    r["accounting"] = compare_rlock.accounting_pass(
-        binary, port, _rlock_contended_options(queued, d["accounting_s"]), d["accounting_s"])
-    results["contended"].append(r)
-
-
-def _run_rlock(binary, port, d, results):
+def _uncontended_phase(binary, port, d, results):
+    """rlock and every peer, 1 then 32 workers: each comparison close together in time."""
     ok = True
+    seconds = d["uncontended_s"]
     for threads in (1, 32):
-        options = ["--threads", str(threads), "--duration", _duration(d["uncontended_s"])]
-        ok &= _attempt(results, "rlock uncontended, %d threads" % threads, lambda o=options: (
-            results["uncontended"].append(compare_rlock.run_scenario(
-                binary, port, "uncontended", o, d["uncontended_s"]))))
-    for queued in (True, False):
-        ok &= _attempt(results, "rlock contended, queue %s" % ("on" if queued else "off"),
-                       lambda q=queued: _rlock_contended(binary, port, d, q, results))
+        if binary:
+            options = ["--threads", str(threads), "--duration", _duration(seconds)]
+            ok &= _attempt(results, "rlock uncontended, %d threads" % threads, lambda o=options: (
+                results["uncontended"].append(compare_rlock.run_scenario(
+                    binary, port, "uncontended", o, seconds))))
+        for peer in compare_peers.PEERS:
+            ok &= _attempt(results, "%s uncontended, %d workers" % (peer[2], threads),
+                           lambda p=peer, t=threads: results["uncontended"].append(
+                               compare_peers.uncontended(p, port, t, seconds)))
+    return ok
+
+
+def _accounting(binary, port, d, row):
+    if row["library"] == "rlock":
+        options = _rlock_contended_options(row["mode"] == "queued", d["accounting_s"])
+        return compare_rlock.accounting_pass(binary, port, options, d["accounting_s"])
+    peer = next(p for p in compare_peers.PEERS if p[:2] == (row["library"], row["variant"]))
+    return compare_peers.accounting_pass(peer, port, PROCESSES, HOLD_US, d["accounting_s"])
+
+
+def _contended_phase(binary, port, d, results):
+    """rlock (queue on, off) and every peer; then the MONITOR accounting pass of each."""
+    ok = True
+    seconds = d["contended_s"]
+    if binary:
+        for queued in (True, False):
+            ok &= _attempt(results, "rlock contended, queue %s" % ("on" if queued else "off"),
+                           lambda q=queued: results["contended"].append(compare_rlock.run_scenario(
+                               binary, port, "contended", _rlock_contended_options(q, seconds),
+                               seconds)))
+    for peer in compare_peers.PEERS:
+        ok &= _attempt(results, "%s contended" % peer[2], lambda p=peer: results["contended"].append(
+            compare_peers.contended(p, port, PROCESSES, HOLD_US, seconds)))
+    for row in results["contended"]:
+        name = "rlock (%s)" % row["mode"] if row["library"] == "rlock" else row["label"]
+        ok &= _attempt(results, "%s contended accounting pass (MONITOR)" % name,
+                       lambda r=row: r.update(accounting=_accounting(binary, port, d, r)))
+    return ok
+
+
+def _rlock_only_phase(binary, port, d, results):
+    ok = True
     watchdog = ["--locks", str(d["watchdog_locks"]), "--periods", str(d["watchdog_periods"]),
                 "--watchdog-timeout", d["watchdog_timeout"]]
     ok &= _attempt(results, "rlock watchdog", lambda: results.update(
@@ -102,21 +129,6 @@ def _profile_misses(binary, port, d, results):
                                     "text": text, "reason": reason})
 
 
-def _run_peers(port, d, results):
-    compare_peers.install_node_peers()
-    for peer in compare_peers.PEERS:
-        for threads in (1, 32):
-            _log("%s uncontended, %d workers" % (peer[2], threads))
-            results["uncontended"].append(
-                compare_peers.uncontended(peer, port, threads, d["uncontended_s"]))
-        _log("%s contended" % peer[2])
-        r = compare_peers.contended(peer, port, PROCESSES, HOLD_US, d["contended_s"])
-        _log("%s contended accounting pass (MONITOR)" % peer[2])
-        r["accounting"] = compare_peers.accounting_pass(peer, port, PROCESSES, HOLD_US,
-                                                        d["accounting_s"])
-        results["contended"].append(r)
-
-
 def _paths(out_dir, repo):
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
@@ -129,7 +141,6 @@ def _paths(out_dir, repo):
 
 def run(quick, rlock_path, out_dir, repo):
     d = QUICK if quick else FULL
-    status = 0
     results = {"quick": quick, "processes": PROCESSES, "hold_us": HOLD_US, "durations": d,
                "machine": compare_report.machine(compare_server.server_version()),
                "uncontended": [], "contended": [], "notes": [], "profiles": []}
@@ -138,15 +149,16 @@ def run(quick, rlock_path, out_dir, repo):
     with compare_server.private_server() as port:
         _log("redis-server on 127.0.0.1:%d; ceilings (redis-benchmark)" % port)
         results["ceilings"] = compare_ceilings.measure_ceilings(port, quick)
-        if binary:
-            status = 0 if _run_rlock(binary, port, d, results) else 2
-        else:
-            status = 2
+        if not binary:
             results["notes"].append("rlock rows missing: no rlock binary with `bench` found")
             _log("no rlock binary with the bench command: rlock rows are missing")
-        _run_peers(port, d, results)
+        compare_peers.install_node_peers()
+        ok = _uncontended_phase(binary, port, d, results)
+        ok &= _contended_phase(binary, port, d, results)
         if binary:
+            ok &= _rlock_only_phase(binary, port, d, results)
             _profile_misses(binary, port, d, results)
+        status = 0 if ok and binary else 2
     report_path, plots_dir, json_path = _paths(out_dir, repo)
     with open(json_path, "w", encoding="utf-8") as f:
         json.dump(results, f)
@@ -157,5 +169,5 @@ def run(quick, rlock_path, out_dir, repo):
     _log("wrote %s, %s, %s" % (report_path, plots_dir, json_path))
     failures = compare_report.rlock_failures(results)
     for failure in failures:
-        print("bench/compare: rlock invariant failed: " + failure, file=sys.stderr)
+        print("bench/compare: rlock check failed: " + failure, file=sys.stderr)
     return 1 if failures else status
