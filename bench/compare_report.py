@@ -4,8 +4,8 @@
 `write_report(path, results, plots)` writes the Markdown: the machine, how to re-run, and the tables
 (ceilings; uncontended 1 and 32 threads; contended; watchdog; footprint), each row with the issue's
 target and pass/miss, ratios against the ceilings measured in the same run. `rlock_failures(results)`
-lists the rlock invariants that failed (lost updates or overlaps not 0). Pure formatting: every figure
-comes from `results`.
+lists the rlock checks that failed (lost updates or overlaps not 0, failed workers, and whatever
+`rlock bench` itself reported). Pure formatting: every figure comes from `results`.
 """
 import datetime
 import os
