@@ -282,7 +282,7 @@ def _intro(results):
         "## Re-run", "",
         "```sh",
         "scripts/setup          # builds build/tools/cli/rlock",
-        "bench/compare          # full run (about 10 minutes); --quick for a smoke run",
+        "bench/compare          # full run (about 8 minutes); --quick for a smoke run",
         "bench/compare --rlock build-foo/tools/cli/rlock --out /tmp/bench   # another binary/place",
         "```", "",
         "It installs its peers itself (apt: python3-redis, python3-matplotlib; `npm ci` in"
