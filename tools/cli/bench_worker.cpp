@@ -55,6 +55,18 @@ struct thread_outcome {
   std::string error{};
 };
 
+/// try_lock(wait) with the run's end as its deadline. A wait budget that runs out while a
+/// request is in flight ends with errc::timeout instead of false (the library undoes the
+/// acquire whose outcome it does not know): at the end of the run that is "not acquired".
+bool acquire_before(rlock::lock& l, std::chrono::milliseconds wait, long long end_ns) {
+  try {
+    return l.try_lock(wait);
+  } catch (const rlock::error& e) {
+    if (e.code() == rlock::errc::timeout && steady_now_ns() >= end_ns) return false;
+    throw;
+  }
+}
+
 void contend(rlock::client& client, rlock::lock l, const std::string& counter, int worker,
              std::chrono::milliseconds hold, long long start_ns, long long end_ns,
              thread_outcome& out) {
@@ -66,7 +78,7 @@ void contend(rlock::client& client, rlock::lock l, const std::string& counter, i
       if (left_ns <= 0) break;
       const auto wait =
           std::chrono::ceil<std::chrono::milliseconds>(std::chrono::nanoseconds(left_ns));
-      if (!l.try_lock(wait)) break;  // the run ended while waiting
+      if (!acquire_before(l, wait, end_ns)) break;  // the run ended while waiting
       const long long acquired = steady_now_ns();
       const rlock::reply value = client.execute({"GET", counter});
       const long long n = value.is_nil() ? 0 : std::stoll(std::string(value.str()));

@@ -7,8 +7,10 @@
 // W = I x threads + thread) waits until START_NS, then until END_NS: acquires the lock
 // (waiting at most until END_NS), records acquired_ns, does a non-atomic GET then SET+1 of
 // "<name>:counter", holds until --hold after the SET (sleep_until on steady_clock), records
-// released_ns and unlocks. Records stay in memory during the run; afterwards every thread's
-// sections are reported as "acquired"/"released" pairs, then "done W COUNT".
+// released_ns and unlocks. A try_lock that ends with errc::timeout once END_NS has passed (its
+// budget ran out with a request in flight) counts as not acquired; any other error fails. Records
+// stay in memory during the run; afterwards every thread's sections are reported as
+// "acquired"/"released" pairs, then "done W COUNT".
 //
 // Guarantees: every line is written in writes of whole lines of at most PIPE_BUF bytes, so the
 // lines of different worker processes sharing the pipe never interleave. Bounded by END_NS plus
