@@ -70,6 +70,11 @@ acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
   if (state_ != state::attempting) return {};
   if (r.ec) {
     // The outcome may be unknown (timeout): the driver releases defensively when asked to.
+    // A re-try cut off by the caller's deadline after the server has already answered that
+    // the lock is held is an ordinary "not acquired within the wait", not a failure.
+    if (r.ec == make_error_code(errc::timeout) && answered_ && now >= p_.deadline) {
+      return finish({}, false, true);
+    }
     return finish(r.ec, false, true);
   }
   if (r.acquired) {
@@ -77,6 +82,7 @@ acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
     return finish({}, true);
   }
   last_ttl_ = r.ttl_ms;
+  answered_ = true;
   if (stop_pending_) return finish(make_error_code(errc::stopped), false);
   if (p_.single_attempt || now >= p_.deadline) return finish({}, false);
   if (!subscribed_) {
@@ -110,9 +116,13 @@ acquire_fsm::action acquire_fsm::on_subscribed(time_point now, std::error_code e
 
 acquire_fsm::action acquire_fsm::on_wake(time_point now) {
   switch (state_) {
-    case state::waiting: return attempt(now);
-    case state::attempting: woken_during_attempt_ = true; return {};
-    default: return {};
+    case state::waiting:
+      return attempt(now);
+    case state::attempting:
+      woken_during_attempt_ = true;
+      return {};
+    default:
+      return {};
   }
 }
 
@@ -125,7 +135,8 @@ acquire_fsm::action acquire_fsm::on_timer(time_point now) {
     case state::subscribing:
       if (now >= p_.deadline) return finish({}, false);
       return {};
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -137,9 +148,13 @@ acquire_fsm::action acquire_fsm::on_handed(time_point /*now*/) {
 
 acquire_fsm::action acquire_fsm::on_stop(time_point /*now*/) {
   switch (state_) {
-    case state::attempting: stop_pending_ = true; return {};
-    case state::done: return {};
-    default: return finish(make_error_code(errc::stopped), false);
+    case state::attempting:
+      stop_pending_ = true;
+      return {};
+    case state::done:
+      return {};
+    default:
+      return finish(make_error_code(errc::stopped), false);
   }
 }
 

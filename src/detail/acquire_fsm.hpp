@@ -52,9 +52,9 @@ class acquire_fsm {
 
   /// What an acquire script reported.
   struct reply {
-    std::error_code ec;            ///< transport or server error
-    bool acquired = false;         ///< nil reply
-    long long ttl_ms = -1;         ///< PTTL of the held lock (-1: no TTL)
+    std::error_code ec;     ///< transport or server error
+    bool acquired = false;  ///< nil reply
+    long long ttl_ms = -1;  ///< PTTL of the held lock (-1: no TTL)
   };
 
   explicit acquire_fsm(params p) : p_(p) {}
@@ -95,6 +95,7 @@ class acquire_fsm {
   bool woken_during_attempt_ = false;
   bool stop_pending_ = false;
   long long last_ttl_ = -1;
+  bool answered_ = false;  // an attempt's reply said the lock is held by another
   int attempts_ = 0;
 };
 

@@ -149,6 +149,28 @@ TEST(acquire_fsm, reply_arriving_after_the_deadline_ends_it) {
   EXPECT_FALSE(a.acquired);
 }
 
+TEST(acquire_fsm, retry_timed_out_at_the_deadline_after_a_held_reply_is_not_acquired) {
+  auto f = make(t0 + 100ms);
+  f.start(t0, true, true);
+  EXPECT_EQ(f.on_reply(t0 + 1ms, held(5000)).kind, kind::wait);
+  EXPECT_EQ(f.on_wake(t0 + 50ms).kind, kind::send_acquire);
+  // The re-try's request is cut off by the deadline: the server did answer before, so this is
+  // "not acquired within the wait", with a defensive release of the unknown attempt.
+  auto a = f.on_reply(t0 + 100ms, failed(errc::timeout));
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_FALSE(a.acquired);
+  EXPECT_FALSE(a.ec);
+  EXPECT_TRUE(a.release);
+}
+
+TEST(acquire_fsm, timeout_without_any_answer_is_reported) {
+  auto f = make(t0 + 100ms);
+  f.start(t0, true, true);
+  auto a = f.on_reply(t0 + 100ms, failed(errc::timeout));
+  EXPECT_EQ(a.ec, make_error_code(errc::timeout));
+  EXPECT_TRUE(a.release);
+}
+
 TEST(acquire_fsm, subscribe_is_bounded_by_the_deadline) {
   auto f = make(t0 + 100ms);
   f.start(t0, true, false);
