@@ -86,7 +86,8 @@ struct config {
   int io_threads = 1;
   /// How long a blocking call polls for its result before it sleeps (rlock only). Polling saves
   /// the wake-up of a sleeping thread (measured: loopback PING p50 halves on a 2-core VM) at the
-  /// price of up to this much CPU time per blocking call. 0 turns polling off.
+  /// price of up to this much CPU time per blocking call. At most half the machine's cores'
+  /// worth of threads poll at once; the rest sleep at once. 0 turns polling off.
   std::chrono::microseconds blocking_spin{50};
 
   // ---- deadlines and retries ----
