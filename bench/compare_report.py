@@ -89,7 +89,7 @@ def _contended_misses(r, requests):
         misses.append(("utilisation", "utilisation %.3f < %.2f" % (
             r["utilisation"], TARGET_UTILISATION)))
     if r["handoff_us"]["p99"] > TARGET_HANDOFF_P99_US:
-        misses.append(("hand-off p99", "hand-off p99 %.0f µs > %.0f µs (%.1fx)" % (
+        misses.append(("hand-off p99", "hand-off p99 %.0f µs > %.0f µs (%.2fx)" % (
             r["handoff_us"]["p99"], TARGET_HANDOFF_P99_US,
             r["handoff_us"]["p99"] / TARGET_HANDOFF_P99_US)))
     if r["fairness"] < TARGET_FAIRNESS:
