@@ -28,11 +28,13 @@ void encode_command(std::span<const std::string_view> args, std::string& out) {
     argv[i] = args[i].data();
     lens[i] = args[i].size();
   }
-  char* target = nullptr;
-  const int n = redisFormatCommandArgv(&target, static_cast<int>(args.size()), argv, lens);
+  // The sds form: hiredis formats the length headers with its own sdscatfmt instead of libc's
+  // sprintf, which took a third of a lock+unlock cycle's CPU time (callgrind).
+  sds target = nullptr;
+  const int n = redisFormatSdsCommandArgv(&target, static_cast<int>(args.size()), argv, lens);
   if (n < 0 || target == nullptr) throw std::bad_alloc();
   out.append(target, static_cast<std::size_t>(n));
-  std::free(target);  // NOLINT: allocated by hiredis with malloc
+  redisFreeSdsCommand(target);
 }
 
 std::string encode_command(std::span<const std::string_view> args) {
@@ -78,9 +80,13 @@ const redisReplyObjectFunctions* limited_functions(const redisReplyObjectFunctio
 
 resp_reader::resp_reader() : reader_(make_reader()) {}
 
-resp_reader::~resp_reader() { redisReaderFree(reader_); }
+resp_reader::~resp_reader() {
+  redisReaderFree(reader_);
+}
 
-void resp_reader::feed(const char* data, std::size_t n) { redisReaderFeed(reader_, data, n); }
+void resp_reader::feed(const char* data, std::size_t n) {
+  redisReaderFeed(reader_, data, n);
+}
 
 bool resp_reader::next(reply& out, std::error_code& ec) {
   void* r = nullptr;
