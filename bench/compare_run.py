@@ -1,6 +1,6 @@
 """compare_run.py: the sequence of one bench/compare run (see bench/compare for the command).
 
-`run(quick, rlock_path, out_dir, repo)` starts the private server, measures the ceilings, runs
+`run(quick, rlock_path, out_dir, repo, notes)` starts the private server, measures the ceilings, runs
 rlock's scenarios and the peers', the accounting passes, a perf profile of each rlock scenario
 that missed a target, and writes the report, the plots and the raw JSON. Returns the exit status:
 0; 1 if an rlock invariant failed (printed); 2 if a part could not be run (printed, and noted in
@@ -139,11 +139,11 @@ def _paths(out_dir, repo):
             os.path.join(repo, "out", "compare-results.json"))
 
 
-def run(quick, rlock_path, out_dir, repo):
+def run(quick, rlock_path, out_dir, repo, notes=()):
     d = QUICK if quick else FULL
     results = {"quick": quick, "processes": PROCESSES, "hold_us": HOLD_US, "durations": d,
                "machine": compare_report.machine(compare_server.server_version()),
-               "uncontended": [], "contended": [], "notes": [], "profiles": []}
+               "uncontended": [], "contended": [], "notes": list(notes), "profiles": []}
     binary = compare_rlock.find_rlock(rlock_path)
     results["rlock_binary"] = os.path.relpath(binary, repo) if binary else None
     with compare_server.private_server() as port:
