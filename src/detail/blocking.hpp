@@ -1,13 +1,10 @@
 // Waiting for an asynchronous result on the calling thread.
 //
-// The waiter first polls for a bounded time (config::blocking_spin), then sleeps on a futex
-// (std::atomic::wait). A reply on a local network often arrives within tens of microseconds;
-// polling for that long keeps the waiting thread running instead of paying the wake-up of a
-// sleeping one, which on virtual machines costs more than the round trip itself. The cost is
-// CPU time of the calling thread, at most `spin` per blocking call. Spinning pays only while
-// the spinners leave cores free for the I/O thread and the server: at most half the machine's
-// cores' worth of threads of the process spin at once, the others sleep at once (32 threads
-// spinning on 2 cores slowed them down by a third).
+// The waiter first polls for a bounded time (config::blocking_spin), then sleeps on a futex. A
+// reply on a local network often arrives within tens of microseconds; polling for that long keeps
+// the waiting thread running instead of paying the wake-up of a sleeping one, which on virtual
+// machines costs more than the round trip itself. The cost is CPU time of the calling thread, at
+// most `spin` per blocking call, and only while polling pays (spin_policy).
 #pragma once
 
 #include <algorithm>
@@ -46,23 +43,49 @@ inline void wake(std::atomic<std::uint32_t>& word) {
 }
 #endif
 
-/// Bounds the threads of this process that poll at the same time.
-class spin_slots {
+/// Decides whether a blocking call polls before it sleeps. Polling pays only while the spinners
+/// leave cores free for the I/O thread and the server, and while results do arrive within the
+/// polling time:
+///  - at most half the machine's cores' worth of threads of the process poll at once, the others
+///    sleep at once (32 threads polling on 2 cores slowed them down by a third);
+///  - after 3 polls in a row that ended without the result (a loaded machine, a distant server),
+///    the next 64 blocking calls sleep at once; then polling is tried again.
+class spin_policy {
  public:
   static bool try_enter() {
+    if (state().skip.load(std::memory_order_relaxed) > 0) {
+      state().skip.fetch_sub(1, std::memory_order_relaxed);
+      return false;
+    }
     static const unsigned limit = std::max(1U, std::thread::hardware_concurrency() / 2);
-    unsigned n = count().load(std::memory_order_relaxed);
+    unsigned n = state().spinning.load(std::memory_order_relaxed);
     while (n < limit) {
-      if (count().compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
+      if (state().spinning.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
     }
     return false;
   }
-  static void leave() { count().fetch_sub(1, std::memory_order_relaxed); }
+  /// After try_enter() returned true: whether the result came while polling.
+  static void leave(bool got_result) {
+    state().spinning.fetch_sub(1, std::memory_order_relaxed);
+    if (got_result) {
+      state().misses.store(0, std::memory_order_relaxed);
+    } else if (state().misses.fetch_add(1, std::memory_order_relaxed) + 1 >= misses_before_pause) {
+      state().misses.store(0, std::memory_order_relaxed);
+      state().skip.store(calls_paused, std::memory_order_relaxed);
+    }
+  }
 
  private:
-  static std::atomic<unsigned>& count() {
-    static std::atomic<unsigned> n{0};
-    return n;
+  static constexpr int misses_before_pause = 3;
+  static constexpr int calls_paused = 64;
+  struct counters {
+    std::atomic<unsigned> spinning{0};
+    std::atomic<int> misses{0};
+    std::atomic<int> skip{0};
+  };
+  static counters& state() {
+    static counters c;
+    return c;
   }
 };
 
@@ -76,15 +99,16 @@ class blocking_result {
   }
   /// Blocks until set() has run, then returns the result. Polls for up to `spin` first.
   T take(std::chrono::microseconds spin) {
-    if (spin.count() > 0 && spin_slots::try_enter()) {
+    if (spin.count() > 0 && spin_policy::try_enter()) {
       const auto until = std::chrono::steady_clock::now() + spin;
-      while (state_.load(std::memory_order_acquire) != ready &&
+      bool got = false;
+      while (!(got = state_.load(std::memory_order_acquire) == ready) &&
              std::chrono::steady_clock::now() < until) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
       }
-      spin_slots::leave();
+      spin_policy::leave(got);
     }
     std::uint32_t s = empty;
     if (state_.compare_exchange_strong(s, sleeping, std::memory_order_acq_rel)) s = sleeping;
