@@ -58,7 +58,7 @@ void client::shutdown() {
   if (core_) core_->shutdown();
 }
 
-void client::start_execute(std::vector<std::string> args, callback cb) {
+void client::start_execute(const std::vector<std::string>& args, callback cb) {
   if (args.empty()) {
     asio::post(core_->io(), [cb = std::move(cb)] {
       cb(make_error_code(errc::invalid_argument), reply{});
@@ -71,8 +71,8 @@ void client::start_execute(std::vector<std::string> args, callback cb) {
   });
 }
 
-void client::start_eval(const script& s, std::vector<std::string> keys,
-                        std::vector<std::string> args, callback cb) {
+void client::start_eval(const script& s, const std::vector<std::string>& keys,
+                        const std::vector<std::string>& args, callback cb) {
   auto k = views(keys);
   auto a = views(args);
   core_->eval(s, k, a, {}, [cb = std::move(cb)](detail::exec_result r) {
@@ -80,7 +80,7 @@ void client::start_eval(const script& s, std::vector<std::string> keys,
   });
 }
 
-reply client::execute(std::vector<std::string> args) {
+reply client::execute(const std::vector<std::string>& args) {
   if (args.empty()) throw error(make_error_code(errc::invalid_argument), "empty command");
   detail::blocking_result<detail::exec_result> w;
   auto v = views(args);
@@ -88,7 +88,8 @@ reply client::execute(std::vector<std::string> args) {
   return take_or_throw(w, core_->cfg().blocking_spin);
 }
 
-reply client::eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args) {
+reply client::eval(const script& s, const std::vector<std::string>& keys,
+                   const std::vector<std::string>& args) {
   detail::blocking_result<detail::exec_result> w;
   auto k = views(keys);
   auto a = views(args);

@@ -62,25 +62,27 @@ class client {
   template <class CompletionToken>
   auto async_execute(std::vector<std::string> args, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, reply_signature>(
-        [this](auto handler, std::vector<std::string> a) {
-          start_execute(std::move(a), wrap(std::move(handler)));
+        [this](auto handler, const std::vector<std::string>& a) {
+          start_execute(a, wrap(std::move(handler)));
         },
         token, std::move(args));
   }
   /// Blocking form: returns the reply or throws rlock::error (with the server's text).
-  reply execute(std::vector<std::string> args);
+  reply execute(const std::vector<std::string>& args);
 
   /// Runs a Lua script by EVALSHA (NOSCRIPT recovered transparently).
   template <class CompletionToken>
   auto async_eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args,
                   CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, reply_signature>(
-        [this, &s](auto handler, std::vector<std::string> k, std::vector<std::string> a) {
-          start_eval(s, std::move(k), std::move(a), wrap(std::move(handler)));
+        [this, &s](auto handler, const std::vector<std::string>& k,
+                   const std::vector<std::string>& a) {
+          start_eval(s, k, a, wrap(std::move(handler)));
         },
         token, std::move(keys), std::move(args));
   }
-  reply eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args);
+  reply eval(const script& s, const std::vector<std::string>& keys,
+             const std::vector<std::string>& args);
 
   /// The reentrant lock named `name` (Redisson's getLock). Throws errc::invalid_argument for an
   /// empty name. Locks of one client share its watchdog and pub/sub connections.
@@ -149,9 +151,9 @@ class client {
       work->reset();
     };
   }
-  void start_execute(std::vector<std::string> args, callback cb);
-  void start_eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args,
-                  callback cb);
+  void start_execute(const std::vector<std::string>& args, callback cb);
+  void start_eval(const script& s, const std::vector<std::string>& keys,
+                  const std::vector<std::string>& args, callback cb);
 
   static void release_quietly(reentrant_lock& l) noexcept;
 

@@ -1,13 +1,14 @@
 #include "detail/channel_table.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace rlock::detail {
 
-channel_table::listener_id channel_table::add(channel_kind kind, const std::string& channel,
+channel_table::listener_id channel_table::add(channel_kind kind, std::string channel,
                                               actions& out) {
   const listener_id id = next_id_++;
-  channel_key key{kind, channel};
+  channel_key key{kind, std::move(channel)};
   entry& e = channels_[key];
   e.listeners.push_back(id);
   owners_[id] = key;

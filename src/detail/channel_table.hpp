@@ -30,7 +30,7 @@ class channel_table {
   };
 
   /// Adds a listener. If the channel is already confirmed the listener is confirmed at once.
-  listener_id add(channel_kind kind, const std::string& channel, actions& out);
+  listener_id add(channel_kind kind, std::string channel, actions& out);
   /// Removes a listener (unknown ids are ignored).
   void remove(listener_id id, actions& out);
   /// The server confirmed a (S)SUBSCRIBE.

@@ -106,7 +106,7 @@ void validate(const config& c) {
 
 }  // namespace
 
-core::core(config cfg, std::vector<const script*> scripts)
+core::core(config cfg, const std::vector<const script*>& scripts)
     : cfg_(std::move(cfg)), address_(parse_url(cfg_.address)), id_(make_uuid()),
       work_(asio::make_work_guard(io_)) {
   validate(cfg_);

@@ -55,7 +55,7 @@ class core : public std::enable_shared_from_this<core> {
  public:
   /// Validates the configuration (throws rlock::error on a bad URL or value), starts the I/O
   /// threads and begins connecting. `scripts` are loaded on every connection at connect time.
-  core(config cfg, std::vector<const script*> scripts);
+  core(config cfg, const std::vector<const script*>& scripts);
   ~core();
   core(const core&) = delete;
   core& operator=(const core&) = delete;

@@ -62,7 +62,7 @@ void subscriber::async_subscribe(channel_kind kind, std::string channel, pubsub_
       return;
     }
     channel_table::actions a;
-    const auto id = table_.add(kind, channel, a);
+    const auto id = table_.add(kind, std::move(channel), a);
     listeners_[id] = std::make_shared<pubsub_listener>(std::move(listener));
     pending p;
     p.done = std::move(done);

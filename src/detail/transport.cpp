@@ -62,7 +62,7 @@ void transport::async_connect(const server_address& addr,
   resolver_.async_resolve(
       addr.host, std::to_string(addr.port),
       [this, addr, use_tls, sni, verify, tls = std::move(tls), done = std::move(done)](
-          std::error_code ec, tcp::resolver::results_type results) mutable {
+          std::error_code ec, const tcp::resolver::results_type& results) mutable {
         if (ec) {
           done(make_error_code(errc::connection_refused), "cannot resolve " + describe(ec, addr));
           return;

@@ -38,7 +38,7 @@ long long delete_keys(rlock::client& c, const std::vector<std::string>& keys) {
   for (std::size_t i = 0; i < keys.size(); i += 500) {
     std::vector<std::string> args{"DEL"};
     for (std::size_t k = i; k < keys.size() && k < i + 500; ++k) args.push_back(keys[k]);
-    deleted += c.execute(std::move(args)).integer();
+    deleted += c.execute(args).integer();
   }
   return deleted;
 }

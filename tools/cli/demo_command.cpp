@@ -111,9 +111,9 @@ int run_demo(const demo_options& o) {
   rlock::client client = connect_checked(cfg, &signals);
   const std::string name = "rlock-demo:" + random_suffix();
   const std::string counter = name + ":counter";
-  const auto redis = [&](std::vector<std::string> args) {
+  const auto redis = [&](const std::vector<std::string>& args) {
     try {
-      return client.execute(std::move(args));
+      return client.execute(args);
     } catch (const rlock::error& e) {
       throw command_error(exit_code_for(e.code()), e.what());
     }
