@@ -81,8 +81,7 @@ void connection::do_connect() {
       });
 }
 
-void connection::on_transport_connected(std::uint64_t gen, std::error_code ec,
-                                        std::string detail) {
+void connection::on_transport_connected(std::uint64_t gen, std::error_code ec, std::string detail) {
   {
     std::lock_guard lk(mu_);
     if (gen != generation_ || state_ != state::connecting) return;
@@ -155,7 +154,6 @@ void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string
     const bool sticky = ec == errc::auth_failed || ec == errc::auth_required ||
                         ec == errc::tls_error || ec == errc::no_permission;
     last_error_ = ec;
-    last_error_detail_ = detail;
     sticky_error_ = sticky;
     ++generation_;  // ignore late completions of this attempt
     transport_.close();
@@ -169,6 +167,7 @@ void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string
       if (e.req.done) done.emplace_back(std::move(e.req.done), failure(ec, false, detail));
     }
     pending_.clear();
+    last_error_detail_ = std::move(detail);
     writing_ = false;
     schedule_reconnect_locked();
   }
@@ -279,10 +278,9 @@ bool connection::try_direct_send_locked() {
     writing_ = true;
     const std::uint64_t gen = generation_;
     asio::post(strand_, [self = shared_from_this(), gen] {
-      self->transport_.async_write(asio::buffer(self->write_buf_),
-                                   [self, gen](std::error_code ec, std::size_t) {
-                                     self->on_written(gen, ec);
-                                   });
+      self->transport_.async_write(
+          asio::buffer(self->write_buf_),
+          [self, gen](std::error_code ec, std::size_t) { self->on_written(gen, ec); });
     });
   }
   return true;
@@ -306,10 +304,9 @@ void connection::start_write_locked(std::unique_lock<std::mutex>& lk) {
   lk.unlock();
   auto self = shared_from_this();
   asio::dispatch(strand_, [self, gen] {
-    self->transport_.async_write(asio::buffer(self->write_buf_),
-                                 [self, gen](std::error_code ec, std::size_t) {
-                                   self->on_written(gen, ec);
-                                 });
+    self->transport_.async_write(
+        asio::buffer(self->write_buf_),
+        [self, gen](std::error_code ec, std::size_t) { self->on_written(gen, ec); });
   });
   lk.lock();
 }
@@ -328,11 +325,10 @@ void connection::on_written(std::uint64_t gen, std::error_code ec) {
 // ---- reading ----
 
 void connection::start_read(std::uint64_t gen) {
-  transport_.async_read_some(
-      asio::buffer(*read_buf_),
-      [self = shared_from_this(), gen](std::error_code ec, std::size_t n) {
-        self->on_read(gen, ec, n);
-      });
+  transport_.async_read_some(asio::buffer(*read_buf_),
+                             [self = shared_from_this(), gen](std::error_code ec, std::size_t n) {
+                               self->on_read(gen, ec, n);
+                             });
 }
 
 void connection::on_read(std::uint64_t gen, std::error_code ec, std::size_t n) {
@@ -369,9 +365,9 @@ void connection::on_read(std::uint64_t gen, std::error_code ec, std::size_t n) {
 void connection::handle_reply(reply r, completions& out) {
   if (opts_.pubsub && r.is_array() && r.size() >= 2 && r[0].is_string()) {
     const std::string_view kind = r[0].str();
-    if (kind == "message" || kind == "smessage" || kind == "subscribe" ||
-        kind == "unsubscribe" || kind == "ssubscribe" || kind == "sunsubscribe" ||
-        kind == "pmessage" || kind == "psubscribe" || kind == "punsubscribe") {
+    if (kind == "message" || kind == "smessage" || kind == "subscribe" || kind == "unsubscribe" ||
+        kind == "ssubscribe" || kind == "sunsubscribe" || kind == "pmessage" ||
+        kind == "psubscribe" || kind == "punsubscribe") {
       if (handlers_.on_push) handlers_.on_push(std::move(r));
       return;
     }
@@ -429,7 +425,7 @@ void connection::drop(std::uint64_t gen, std::error_code ec, std::string detail)
     pending_.clear();
     writing_ = false;
     last_error_ = make_error_code(errc::not_connected);
-    last_error_detail_ = detail;
+    last_error_detail_ = std::move(detail);
     sticky_error_ = false;
     if (was_ready) failures_ = 0;
     schedule_reconnect_locked();
@@ -476,10 +472,10 @@ void connection::on_deadline(std::error_code ec) {
       if (e.req.deadline <= now) {
         e.abandoned = true;
         if (e.req.done) {
-          done.emplace_back(std::move(e.req.done),
-                            failure(make_error_code(errc::timeout), true,
-                                    "no reply from " + opts_.address.to_string() +
-                                        " before the deadline"));
+          done.emplace_back(
+              std::move(e.req.done),
+              failure(make_error_code(errc::timeout), true,
+                      "no reply from " + opts_.address.to_string() + " before the deadline"));
         }
         // Nothing read for as long as this request waited: the server or the path is hung.
         if (state_ == state::ready && last_read_ <= now - opts_.ping_timeout) hung = true;

@@ -30,10 +30,10 @@ std::string random_request_id() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   static constexpr char hex[] = "0123456789abcdef";
   std::string out(32, '0');
-  for (int half = 0; half < 2; ++half) {
+  for (std::size_t half = 0; half < 2; ++half) {
     std::uint64_t v = rng();
-    for (int i = 0; i < 16; ++i) {
-      out[static_cast<std::size_t>(half * 16 + i)] = hex[v & 0xf];
+    for (std::size_t i = 0; i < 16; ++i) {
+      out[half * 16 + i] = hex[v & 0xf];
       v >>= 4;
     }
   }

@@ -9,7 +9,8 @@
 
 namespace rlock::detail {
 
-watchdog::watchdog(std::shared_ptr<core> c, std::chrono::milliseconds timeout, int batch_size)
+watchdog::watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds timeout,
+                   int batch_size)
     : core_(c),
       timeout_(timeout),
       batch_size_(static_cast<std::size_t>(std::max(1, batch_size))),

@@ -33,11 +33,11 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
  public:
   using loss_callback = std::function<void(std::error_code)>;
 
-  watchdog(std::shared_ptr<core> c, std::chrono::milliseconds timeout, int batch_size);
+  watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds timeout, int batch_size);
 
   /// Registers a hold before its acquire is sent. `renew`: watchdog lease (else fixed lease).
-  std::uint64_t add(std::string key, std::string owner, std::chrono::milliseconds lease,
-                    bool renew, loss_callback on_loss);
+  std::uint64_t add(std::string key, std::string owner, std::chrono::milliseconds lease, bool renew,
+                    loss_callback on_loss);
   /// The acquire succeeded; it was sent at `sent_at`.
   void activate(std::uint64_t id, clock::time_point sent_at);
   /// Removes a hold (before its unlock is sent, or after its acquire failed). No callback.

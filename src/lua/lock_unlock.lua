@@ -16,18 +16,21 @@ local done = redis.call('get', KEYS[3])
 if done ~= false then
   return tonumber(done)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
+if count == nil then
   return nil
 end
-if ARGV[6] ~= nil and tonumber(redis.call('hget', KEYS[1], ARGV[3])) ~= tonumber(ARGV[6]) then
+if ARGV[6] ~= nil and count ~= tonumber(ARGV[6]) then
   return nil
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if counter > 0 then
+if count > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[5])
   return 0
 end
+-- The final release deletes first: a server at maxmemory refuses a script whose first write
+-- may grow memory (HINCRBY, SET), but not DEL, and the writes after it are then allowed.
 redis.call('del', KEYS[1])
 redis.call(ARGV[4], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])

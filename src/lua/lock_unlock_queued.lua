@@ -32,18 +32,21 @@ if queued then
   leave(KEYS[4], KEYS[5], ARGV[3])
   queued = tidy(KEYS[4], KEYS[5])
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
+if count == nil then
   return nil
 end
-if ARGV[6] ~= '' and tonumber(redis.call('hget', KEYS[1], ARGV[3])) ~= tonumber(ARGV[6]) then
+if ARGV[6] ~= '' and count ~= tonumber(ARGV[6]) then
   return nil
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if counter > 0 then
+if count > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[5])
   return 0
 end
+-- The final release deletes first: a server at maxmemory refuses a script whose first write
+-- may grow memory (HINCRBY, HSET, SET), but not DEL, and the writes after it are then allowed.
 redis.call('del', KEYS[1])
 local head, lease
 if queued then
