@@ -16,7 +16,7 @@ std::string json_number(double v, int decimals) {
     while (s.back() == '0') s.pop_back();
     if (s.back() == '.') s.pop_back();
   }
-  if (s == "-0") s = "0";
+  if (s == "-0") return "0";
   return s;
 }
 
