@@ -1,6 +1,7 @@
 #include "detail/core.hpp"
 
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include "detail/backoff.hpp"
@@ -18,16 +19,15 @@ std::string make_uuid() {
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
   char out[37];
   std::snprintf(out, sizeof out,
-                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                b[14], b[15]);
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]);
   return out;
 }
 
 // ---- node ----
 
-node::node(asio::io_context& io, const connection_options& opts, int pool_size,
-           int sub_pool_size) {
+node::node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size) {
   for (int i = 0; i < std::max(1, pool_size); ++i) {
     conns_.push_back(std::make_shared<connection>(io, opts, connection::handlers{}));
   }
@@ -70,9 +70,12 @@ struct core::attempt {
   retry_fsm fsm;
   exec_callback done;
   std::unique_ptr<asio::steady_timer> timer;
+  // When the caller handed the command over: the first attempt's timeout counts from here, so
+  // that encoding a large command is inside the deadline too.
+  std::optional<clock::time_point> started;
 
   attempt(int attempts, bool idempotent, clock::time_point deadline)
-      : fsm(attempts, idempotent, deadline) {}
+      : fsm(attempts, idempotent, deadline), started(clock::now()) {}
 };
 
 namespace {
@@ -107,7 +110,9 @@ void validate(const config& c) {
 }  // namespace
 
 core::core(config cfg, const std::vector<const script*>& scripts)
-    : cfg_(std::move(cfg)), address_(parse_url(cfg_.address)), id_(make_uuid()),
+    : cfg_(std::move(cfg)),
+      address_(parse_url(cfg_.address)),
+      id_(make_uuid()),
       work_(asio::make_work_guard(io_)) {
   validate(cfg_);
   connection_options opts;
@@ -117,7 +122,8 @@ core::core(config cfg, const std::vector<const script*>& scripts)
   opts.password = address_.password ? address_.password : cfg_.password;
   opts.client_name = cfg_.client_name;
   opts.tls = cfg_.tls;
-  if (address_.kind == server_address::scheme::rediss) opts.tls_context = make_tls_context(cfg_.tls);
+  if (address_.kind == server_address::scheme::rediss)
+    opts.tls_context = make_tls_context(cfg_.tls);
   opts.connect_timeout = cfg_.connect_timeout;
   opts.reconnect_delay_min = cfg_.reconnect_delay_min;
   opts.reconnect_delay_max = cfg_.reconnect_delay_max;
@@ -132,7 +138,9 @@ core::core(config cfg, const std::vector<const script*>& scripts)
   }
 }
 
-core::~core() { shutdown(); }
+core::~core() {
+  shutdown();
+}
 
 std::string core::map_name(std::string_view name) const {
   return cfg_.name_mapper ? cfg_.name_mapper(name) : std::string(name);
@@ -146,7 +154,9 @@ bool core::on_io_thread() const {
   return false;
 }
 
-node& core::node_for(std::string_view /*key*/) { return *node_; }
+node& core::node_for(std::string_view /*key*/) {
+  return *node_;
+}
 
 void core::shutdown() {
   if (closed_.exchange(true)) return;
@@ -234,7 +244,9 @@ void core::send(const std::shared_ptr<attempt>& a) {
   a->last_sent = clock::now();
   r.external = &a->payload;  // `a` lives until r.done has run
   r.from_script = a->from_script;
-  r.deadline = std::min(clock::now() + a->timeout, a->fsm.deadline());
+  const clock::time_point from = a->started.value_or(a->last_sent);
+  a->started.reset();
+  r.deadline = std::min(from + a->timeout, a->fsm.deadline());
   r.done = [self = shared_from_this(), a](exec_result res) { self->on_result(a, std::move(res)); };
   node_for(a->route_key).pick().submit(std::move(r));
 }
@@ -266,8 +278,8 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
       // request's outcome is unknown, not "not applied".
       res.ec = make_error_code(errc::connection_lost);
       res.written = true;
-      res.detail = "an earlier attempt was sent and its outcome is unknown; last attempt: " +
-                   res.detail;
+      res.detail =
+          "an earlier attempt was sent and its outcome is unknown; last attempt: " + res.detail;
     }
     auto cb = std::move(a->done);
     if (cb) cb(std::move(res));
@@ -307,15 +319,15 @@ void core::subscribe(channel_kind kind, std::string channel, std::string_view ro
   // connection and their messages arrive in the order they were published.
   auto& sub = node_for(route_key).subscriber_for(route_key.empty() ? channel : route_key);
   std::weak_ptr<subscriber> weak = sub.weak_from_this();
-  sub.async_subscribe(kind, std::move(channel), std::move(listener), deadline,
-                      [weak, done = std::move(done)](std::error_code ec,
-                                                     channel_table::listener_id id) {
-                        if (ec) {
-                          done(ec, subscription{});
-                        } else {
-                          done({}, subscription(weak, id));
-                        }
-                      });
+  sub.async_subscribe(
+      kind, std::move(channel), std::move(listener), deadline,
+      [weak, done = std::move(done)](std::error_code ec, channel_table::listener_id id) {
+        if (ec) {
+          done(ec, subscription{});
+        } else {
+          done({}, subscription(weak, id));
+        }
+      });
 }
 
 }  // namespace rlock::detail
