@@ -3,7 +3,8 @@
 `measure_ceilings(port, quick)` runs redis-benchmark (Debian 12's 7.0, `--csv`, which prints rps and
 p50) against the private server: PING at `-c 1` (p50 latency), and EVALSHA of a small
 Redisson-style acquire script on spread keys (`-r`, `__rand_int__`) at `-c 1 -P 1`, `-c 50 -P 1`
-and `-c 50 -P 16` (ops/s). Every run is bounded by a timeout; a failed run raises.
+and `-c 50 -P 16` (ops/s), and at `-P 16` the server main thread's CPU time per EVALSHA (INFO
+cpu before and after). Every run is bounded by a timeout; a failed run raises.
 """
 import csv
 import io
@@ -32,6 +33,14 @@ def _bench(port, clients, pipeline, requests, command):
             "p99_us": float(row["p99_latency_ms"]) * 1000.0}
 
 
+def server_cpu_s(port):
+    """The server main thread's CPU seconds so far (Redis 7; the whole process before that)."""
+    cpu = redis.Redis(host="127.0.0.1", port=port).info("cpu")
+    if "used_cpu_user_main_thread" in cpu:
+        return cpu["used_cpu_user_main_thread"] + cpu["used_cpu_sys_main_thread"]
+    return cpu["used_cpu_user"] + cpu["used_cpu_sys"]
+
+
 def measure_ceilings(port, quick):
     scale = 1 if quick else 10
     sha = redis.Redis(host="127.0.0.1", port=port).script_load(ACQUIRE_SCRIPT)
@@ -41,7 +50,11 @@ def measure_ceilings(port, quick):
         "ping_c1": ping,
         "evalsha_c1_p1": _bench(port, 1, 1, 20000 * scale, evalsha),
         "evalsha_c50_p1": _bench(port, 50, 1, 50000 * scale, evalsha),
-        "evalsha_c50_p16": _bench(port, 50, 16, 200000 * scale, evalsha),
     }
+    before = server_cpu_s(port)
+    requests = 200000 * scale
+    result["evalsha_c50_p16"] = _bench(port, 50, 16, requests, evalsha)
+    # The server main thread's CPU time per EVALSHA at the -P 16 ceiling (INFO cpu).
+    result["evalsha_c50_p16"]["server_cpu_us"] = (server_cpu_s(port) - before) * 1e6 / requests
     redis.Redis(host="127.0.0.1", port=port).flushall()
     return result

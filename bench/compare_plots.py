@@ -6,6 +6,8 @@ the results (`samples_us`, `handoff_samples_us`), and returns [(title, path)] of
 """
 import os
 
+import compare_rlock
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -13,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 
 
 def _label(r):
-    return "rlock (%s)" % r.get("mode", "?") if r.get("library") == "rlock" else r["label"]
+    return "rlock (%s)" % compare_rlock.variant(r) if r.get("library") == "rlock" else r["label"]
 
 
 def _cdf(ax, samples, label):

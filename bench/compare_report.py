@@ -12,6 +12,8 @@ import os
 import platform
 import subprocess
 
+import compare_rlock
+
 TARGET_UNCONTENDED = {1: ("evalsha_c1_p1", 1.0), 32: ("evalsha_c50_p16", 0.8)}
 TARGET_UTILISATION = 0.95
 TARGET_HANDOFF_P99_US = 500.0
@@ -55,7 +57,7 @@ def _table(header, rows):
 
 def _name(r):
     if r.get("library") == "rlock":
-        return "**rlock** (%s)" % r.get("mode", "?")
+        return "**rlock** (%s)" % compare_rlock.variant(r)
     return r["label"]
 
 
@@ -75,11 +77,38 @@ def _uncontended(rows, ceilings, threads):
     for r in rows:
         ratio = r["cycles_per_s"] / target
         lat = r["latency_us"]
+        server = r.get("server") or {}
+        busy = server.get("main_thread_busy")
         out.append([_name(r), _f(r["cycles_per_s"]), _f(lat["p50"], 1), _f(lat["p99"], 1),
-                    _f(lat["p999"], 1), "%.2fx" % ratio, "≥ %.1fx" % need, _verdict(ratio >= need)])
+                    _f(lat["p999"], 1), "%.2fx" % ratio, "≥ %.1fx" % need, _verdict(ratio >= need),
+                    "—" if busy is None else "%.0f%%" % (100 * busy),
+                    _f(server.get("cpu_us_per_cycle"), 1)])
     head = ["library", "cycles/s", "p50 µs", "p99 µs", "p99.9 µs",
-            "ratio to %s/2 = %s" % (key.replace("_", " "), _f(target)), "target", ""]
+            "ratio to %s/2 = %s" % (key.replace("_", " "), _f(target)), "target", "",
+            "server main thread busy", "server CPU µs/cycle"]
     return _table(head, out)
+
+
+def _server_limit(results):
+    """What bounds the 32-thread row: the server's CPU time per cycle of rlock's scripts."""
+    cost = results["ceilings"]["evalsha_c50_p16"].get("server_cpu_us")
+    rows = [r for r in _rlock_rows(results, "uncontended")
+            if r["threads"] > 1 and (r.get("server") or {}).get("cpu_us_per_cycle")]
+    if cost is None or not rows:
+        return []
+    best = max(rows, key=lambda r: r["cycles_per_s"])
+    per_cycle = best["server"]["cpu_us_per_cycle"]
+    limit = 1e6 / per_cycle
+    target = results["ceilings"]["evalsha_c50_p16"]["rps"] / 2
+    return ["The server's own limit for rlock's scripts (INFO cpu, same run): the ceiling's "
+            "EVALSHA costs the Redis main thread %.1f µs, so a cycle of two such scripts %.1f µs; "
+            "a cycle of rlock's Redisson-compatible acquire and unlock scripts (hash, lease, "
+            "unlock latch, publish) costs %.1f µs (rlock (%s)). At 100%% busy the server can run "
+            "at most %s rlock cycles/s, %.2fx of the target's %s/2; that row kept it %.0f%% busy "
+            "at %s cycles/s." % (cost, 2 * cost, per_cycle, compare_rlock.variant(best),
+                                 _f(limit), limit / target, "evalsha c50 p16",
+                                 100 * best["server"]["main_thread_busy"],
+                                 _f(best["cycles_per_s"])), ""]
 
 
 def _contended_misses(r, requests):
@@ -104,20 +133,20 @@ def _contended_misses(r, requests):
 
 
 def rlock_misses(results):
-    """[(detail, (scenario, threads, mode))] for every rlock row that misses a target."""
+    """[(detail, (scenario, options))] for every rlock row that misses a target."""
     misses = []
     for r in _rlock_rows(results, "uncontended"):
         key, need = TARGET_UNCONTENDED[r["threads"]]
         ratio = r["cycles_per_s"] / (results["ceilings"][key]["rps"] / 2)
         if ratio < need:
             misses.append(("uncontended, %d thread%s (%s): %.2fx of %s/2, target %.1fx: short by "
-                           "%.0f%%" % (r["threads"], "s" if r["threads"] > 1 else "", r.get("mode"),
+                           "%.0f%%" % (r["threads"], "s" if r["threads"] > 1 else "", compare_rlock.variant(r),
                                        ratio, key, need, 100 * (1 - ratio / need)),
-                           ("uncontended", r["threads"], r.get("mode"))))
+                           ("uncontended", tuple(r.get("options", ())))))
     for r in _rlock_rows(results, "contended"):
         for _, detail in _contended_misses(r, _requests(r)):
-            misses.append(("contended (%s): %s" % (r.get("mode"), detail),
-                           ("contended", r["threads"], r.get("mode"))))
+            misses.append(("contended (%s): %s" % (compare_rlock.variant(r), detail),
+                           ("contended", tuple(r.get("options", ())))))
     w = results.get("watchdog")
     if w and w["renewal_scripts_per_period"] > TARGET_RENEWALS:
         misses.append(("watchdog: %.1f renewal scripts per period > %d" % (
@@ -219,7 +248,7 @@ def _versus(results):
             ahead = v > best[0] if higher else v < best[0]
             where = "%s, %d thread%s" % (scenario, threads, "s" if threads > 1 else "") \
                 if threads else scenario
-            rows.append([where, figure, "rlock (%s)" % r.get("mode", "?"), _f(v, 2),
+            rows.append([where, figure, "rlock (%s)" % compare_rlock.variant(r), _f(v, 2),
                          best[1], _f(best[0], 2), "yes" if ahead else "**no**"])
     return _table(["scenario", "figure", "rlock", "value", "best peer", "peer value", "ahead"],
                   rows)
@@ -323,6 +352,7 @@ def write_report(path, results, plots):
         rows = [r for r in results["uncontended"] if r["threads"] == threads]
         lines += ["## Uncontended, %d thread%s" % (threads, "s" if threads > 1 else ""), ""]
         lines += _uncontended(rows, results["ceilings"], threads)
+    lines += _server_limit(results)
     lines += ["## Contended: %d processes, one lock, %d µs hold" % (
         results.get("processes", 8), results.get("hold_us", 1000)), ""]
     lines += _contended(results["contended"])

@@ -3,7 +3,9 @@
 `find_rlock(path)` returns the rlock binary to use: the given path, else build/tools/cli/rlock, else
 any build*/tools/cli/rlock, the first one that has the `bench` command (None if there is none).
 `run_scenario(binary, port, scenario, options, timeout_s)` runs one scenario and returns its JSON
-(`rlock bench`'s schema, plus "failed_checks": what it reported on exit status 1). `accounting_pass(...)` runs a contended configuration again with MONITOR
+(`rlock bench`'s schema, plus "failed_checks": what it reported on exit status 1, and "options":
+the options it ran with). `variant(row)` names how a row was run ("queued", "queued, async API,
+2 connections"). `accounting_pass(...)` runs a contended configuration again with MONITOR
 open and counts the client requests per acquisition the way compare_peers does, leaving out the
 bench driver's connection (the one that reads INFO commandstats) and counting only between its two
 INFO commands (the window its commandstats figure covers); the workload's counter is the key the
@@ -41,6 +43,16 @@ def find_rlock(path=None):
     return None
 
 
+def variant(r):
+    """How an rlock row was run: its lock mode, and the API and connections when not the default."""
+    parts = [r.get("mode", "?")]
+    if r.get("api") == "async":
+        parts.append("async API")
+    if r.get("connections", 1) != 1:
+        parts.append("%d connections" % r["connections"])
+    return ", ".join(parts)
+
+
 def url(port):
     return "redis://127.0.0.1:%d" % port
 
@@ -50,6 +62,7 @@ def run_scenario(binary, port, scenario, options, timeout_s):
     status, out, err = compare_workers.run_bounded(argv, timeout_s + RUN_MARGIN_S, accept=(0, 1))
     result = json.loads(out.strip().splitlines()[-1])
     result["argv"] = " ".join(["rlock", "bench", scenario] + options + ["--json"])
+    result["options"] = list(options)
     # Status 1: a check of the scenario failed; rlock bench names it on stderr.
     result["failed_checks"] = [l for l in err.splitlines() if l.startswith("rlock bench")] \
         if status == 1 else []

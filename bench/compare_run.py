@@ -57,11 +57,15 @@ def _uncontended_phase(binary, port, d, results):
     ok = True
     seconds = d["uncontended_s"]
     for threads in (1, 32):
-        if binary:
-            options = ["--threads", str(threads), "--duration", _duration(seconds)]
-            ok &= _attempt(results, "rlock uncontended, %d threads" % threads, lambda o=options: (
-                results["uncontended"].append(compare_rlock.run_scenario(
-                    binary, port, "uncontended", o, seconds))))
+        # Defaults (blocking API, one connection); with 32, also the async API on 2 connections:
+        # one process driving 32 operations, as the node peers do.
+        variants = [[]] + ([["--api", "async", "--connections", "2"]] if threads > 1 else [])
+        for extra in variants if binary else []:
+            options = ["--threads", str(threads), "--duration", _duration(seconds)] + extra
+            ok &= _attempt(results, "rlock uncontended, %d threads %s" % (threads, " ".join(extra)),
+                           lambda o=options: results["uncontended"].append(
+                               compare_rlock.run_scenario(binary, port, "uncontended", o,
+                                                          seconds)))
         for peer in compare_peers.PEERS:
             ok &= _attempt(results, "%s uncontended, %d workers" % (peer[2], threads),
                            lambda p=peer, t=threads: results["uncontended"].append(
@@ -91,7 +95,8 @@ def _contended_phase(binary, port, d, results):
         ok &= _attempt(results, "%s contended" % peer[2], lambda p=peer: results["contended"].append(
             compare_peers.contended(p, port, PROCESSES, HOLD_US, seconds)))
     for row in results["contended"]:
-        name = "rlock (%s)" % row["mode"] if row["library"] == "rlock" else row["label"]
+        name = "rlock (%s)" % compare_rlock.variant(row) if row["library"] == "rlock" \
+            else row["label"]
         ok &= _attempt(results, "%s contended accounting pass (MONITOR)" % name,
                        lambda r=row: r.update(accounting=_accounting(binary, port, d, r)))
     return ok
@@ -117,12 +122,8 @@ def _profile_misses(binary, port, d, results):
         if key is None or key in done:
             continue
         done.add(key)
-        scenario, threads, mode = key
-        queue = ["--queue", "off" if mode == "plain" else "on"]
-        if scenario == "uncontended":
-            options = ["--threads", str(threads), "--duration", _duration(seconds)] + queue
-        else:
-            options = _rlock_contended_options(mode != "plain", seconds)
+        scenario, options = key
+        options = list(options)
         _log("perf profile: rlock bench %s %s" % (scenario, " ".join(options)))
         text, reason = compare_profile.profile(binary, port, scenario, options, seconds)
         results["profiles"].append({"argv": "rlock bench %s %s" % (scenario, " ".join(options)),

@@ -130,6 +130,24 @@ TEST_F(cli_bench, uncontended_threads_share_one_client) {
   EXPECT_LE(number(f, "latency_us.p99"), number(f, "latency_us.p999"));
   EXPECT_LE(number(f, "latency_us.p999"), number(f, "latency_us.max"));
   EXPECT_EQ(number(f, "keys_left"), 0);
+  EXPECT_EQ(text(f, "api"), "blocking");
+  EXPECT_EQ(number(f, "connections"), 1);
+  // The server's main thread ran the run's scripts: some of its CPU time is in the window.
+  EXPECT_GT(number(f, "server.main_thread_busy"), 0);
+  EXPECT_GT(number(f, "server.cpu_us_per_cycle"), 0);
+  expect_no_keys_left();
+}
+
+TEST_F(cli_bench, uncontended_async_chains_share_two_connections) {
+  const auto f = bench_json({"uncontended", "--threads", "8", "--duration", "300ms", "--api",
+                             "async", "--connections", "2"});
+  EXPECT_EQ(text(f, "api"), "async");
+  EXPECT_EQ(number(f, "threads"), 8);
+  EXPECT_EQ(number(f, "connections"), 2);
+  EXPECT_GT(number(f, "cycles"), 0);
+  EXPECT_LE(number(f, "latency_us.p50"), number(f, "latency_us.max"));
+  EXPECT_GT(number(f, "server.cpu_us_per_cycle"), 0);
+  EXPECT_EQ(number(f, "keys_left"), 0);
   expect_no_keys_left();
 }
 
@@ -211,6 +229,8 @@ TEST(cli_bench_usage, bad_options_and_unknown_scenarios_are_usage_errors) {
   expect_usage({"bench"}, "no scenario given");
   expect_usage({"bench", "contended", "--queue", "maybe"}, "--queue");
   expect_usage({"bench", "uncontended", "--threads", "0"}, "--threads");
+  expect_usage({"bench", "uncontended", "--api", "sync"}, "--api");
+  expect_usage({"bench", "uncontended", "--connections", "65"}, "--connections");
   expect_usage({"bench", "watchdog", "--locks", "many"}, "--locks");
   const auto r = run_rlock({"bench", "contended", "--nonsense"});
   EXPECT_EQ(r.status, 64);

@@ -1,5 +1,8 @@
 #include "bench_uncontended.hpp"
 
+#include <atomic>
+#include <future>
+#include <iomanip>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -7,6 +10,7 @@
 #include "bench_keys.hpp"
 #include "bench_latency.hpp"
 #include "bench_options.hpp"
+#include "bench_server_cpu.hpp"
 #include "connect.hpp"
 #include "demo_events.hpp"
 #include "duration.hpp"
@@ -56,6 +60,85 @@ void run_thread(rlock::lock l, const std::optional<std::chrono::milliseconds>& l
   r.finished_ns = steady_now_ns();
 }
 
+// One chain of the async API: async_lock, then async_unlock from its completion, then the next
+// cycle from the unlock's completion, until `end`; `finished` is called once when it stops.
+class async_chain : public std::enable_shared_from_this<async_chain> {
+ public:
+  async_chain(rlock::lock l, std::uint64_t owner,
+              const std::optional<std::chrono::milliseconds>& lease, clock::time_point warm_end,
+              clock::time_point end, thread_result& r, std::function<void()> finished)
+      : lock_(std::move(l)),
+        owner_(owner),
+        lease_(lease),
+        warm_end_(warm_end),
+        end_(end),
+        r_(r),
+        finished_(std::move(finished)) {}
+
+  void start() {
+    t0_ = clock::now();
+    auto self = shared_from_this();
+    auto locked = [self](std::error_code ec) { self->on_locked(ec); };
+    if (lease_) {
+      lock_.async_lock(owner_, *lease_, std::move(locked));
+    } else {
+      lock_.async_lock(owner_, std::move(locked));
+    }
+  }
+
+ private:
+  void on_locked(std::error_code ec) {
+    if (ec) return stop(ec);
+    lock_.async_unlock(owner_,
+                       [self = shared_from_this()](std::error_code e) { self->on_unlocked(e); });
+  }
+  void on_unlocked(std::error_code ec) {
+    if (ec) return stop(ec);
+    const auto t1 = clock::now();
+    if (t0_ >= warm_end_) {
+      const long long ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0_).count();
+      r_.histogram.record(ns);
+      r_.reservoir.offer(ns);
+      ++r_.cycles;
+    }
+    if (t1 >= end_) return stop({});
+    start();
+  }
+  void stop(std::error_code ec) {
+    if (ec) r_.error = ec.message();
+    r_.finished_ns = steady_now_ns();
+    finished_();
+  }
+
+  rlock::lock lock_;
+  std::uint64_t owner_;
+  std::optional<std::chrono::milliseconds> lease_;
+  clock::time_point warm_end_;
+  clock::time_point end_;
+  thread_result& r_;
+  std::function<void()> finished_;
+  clock::time_point t0_{};
+};
+
+// Starts `results.size()` chains; the future is ready when every one has stopped.
+std::future<void> start_async_chains(rlock::client& client, const std::string& prefix,
+                                     const std::optional<std::chrono::milliseconds>& lease,
+                                     clock::time_point warm_end, clock::time_point end,
+                                     std::vector<std::unique_ptr<thread_result>>& results) {
+  auto all_done = std::make_shared<std::promise<void>>();
+  std::future<void> done = all_done->get_future();
+  auto remaining = std::make_shared<std::atomic<std::size_t>>(results.size());
+  auto finished = [remaining, all_done] {
+    if (remaining->fetch_sub(1) == 1) all_done->set_value();
+  };
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    std::make_shared<async_chain>(client.get_lock(prefix + "u:" + std::to_string(i)), i + 1, lease,
+                                  warm_end, end, *results[i], finished)
+        ->start();
+  }
+  return done;
+}
+
 }  // namespace
 
 void add_uncontended_options(CLI::App& sub, uncontended_options& opts) {
@@ -67,16 +150,28 @@ void add_uncontended_options(CLI::App& sub, uncontended_options& opts) {
                       "Take each lock with this lease (default: the watchdog lease)",
                       duration_bound::positive);
   add_queue_option(sub, opts.queue);
+  sub.add_option("--api", opts.api,
+                 "blocking: --threads threads on the blocking API; async: --threads chains on "
+                 "the async API, all driven by the client's I/O thread")
+      ->check(CLI::IsMember({"blocking", "async"}))
+      ->capture_default_str();
+  add_count_option(sub, "--connections", opts.connections,
+                   "Command connections of the client (config::connection_pool_size)", "N", 64);
   sub.footer(
       "Thread i loops lock()+unlock() on its own name; all threads share one client, so their\n"
       "requests are pipelined on one connection. After an untimed 200ms warm-up: cycles,\n"
       "cycles/s and the latency of a cycle (p50, p99, p99.9, max; JSON: samples_us, up to\n"
-      "20,000 uniformly sampled cycle latencies, for plots).\n");
+      "20,000 uniformly sampled cycle latencies, for plots). With --api async the N chains\n"
+      "run on the async API, driven by the client's I/O thread instead of N threads. The\n"
+      "server's main-thread CPU time over the window (INFO cpu) gives how busy the run kept\n"
+      "the server and its CPU time per cycle; near 100% busy, 1/that is the server's limit\n"
+      "for these scripts (less busy, the cost per cycle includes more per-read overhead).\n");
 }
 
 bench_report run_uncontended(const uncontended_options& o, const connection_options& conn) {
   rlock::config cfg = make_config(conn);
   cfg.lock_queue = o.queue == "on";
+  cfg.connection_pool_size = o.connections;
   rlock::client client = connect_checked(cfg);
   const std::string prefix = bench_prefix();
 
@@ -85,12 +180,33 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
   const auto warm_end = clock::now() + warm_up;
   const auto end = warm_end + o.duration;
   const long long start_ns = steady_now_ns() + std::chrono::nanoseconds(warm_up).count();
+  const bool async = o.api == "async";
   for (int i = 0; i < o.threads; ++i) {
     results.push_back(std::make_unique<thread_result>(0x5eed + static_cast<std::uint64_t>(i)));
+    if (async) continue;
     threads.emplace_back(run_thread, client.get_lock(prefix + "u:" + std::to_string(i)),
                          std::cref(o.lease), warm_end, end, std::ref(*results.back()));
   }
+  std::future<void> chains;
+  if (async) chains = start_async_chains(client, prefix, o.lease, warm_end, end, results);
+  // The server's main-thread CPU time over the measured window (after the warm-up).
+  std::this_thread::sleep_until(warm_end);
+  double server_cpu_s = -1;
+  try {
+    server_cpu_s = read_server_cpu_seconds(client);
+  } catch (const rlock::error&) {
+    // INFO refused (an ACL user without it): the run is still measured, without this figure
+  }
+  if (chains.valid()) chains.wait();
   for (auto& t : threads) t.join();
+  if (server_cpu_s >= 0) {
+    try {
+      const double after = read_server_cpu_seconds(client);
+      server_cpu_s = after >= 0 ? after - server_cpu_s : -1;
+    } catch (const rlock::error&) {
+      server_cpu_s = -1;
+    }
+  }
 
   latency_histogram all;
   std::vector<const latency_reservoir*> reservoirs;
@@ -107,6 +223,14 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
 
   const double seconds = static_cast<double>(finished_ns - start_ns) / 1e9;
   const double rate = seconds > 0 ? static_cast<double>(all.count()) / seconds : 0.0;
+  const int client_connections = cfg.connection_pool_size;
+  // Server main thread: its busy share of the window, and its CPU time per measured cycle.
+  json_object server;
+  const double cycles_n = static_cast<double>(all.count());
+  if (server_cpu_s >= 0 && seconds > 0 && cycles_n > 0) {
+    server.add("main_thread_busy", server_cpu_s / seconds, 3)
+        .add("cpu_us_per_cycle", server_cpu_s * 1e6 / cycles_n, 2);
+  }
   json_object latency;
   latency.add_us("p50", all.percentile(50))
       .add_us("p99", all.percentile(99))
@@ -115,25 +239,34 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
   report.json.add("scenario", "uncontended")
       .add("library", "rlock")
       .add("mode", queue_mode_name(o.queue))
+      .add("api", o.api)
       .add("threads", o.threads)
       .add("duration_s", seconds)
       .add("cycles", all.count())
       .add("cycles_per_s", rate, 1)
       .add("latency_us", latency)
       .add("lease_ms", o.lease ? static_cast<long long>(o.lease->count()) : 0LL)
+      .add("connections", client_connections)
       .add("keys_left", left.keys)
       .add("unlock_latches_left", left.unlock_latches)
+      .add("server", server)
       .add_us("samples_us", merge_reservoirs(reservoirs, max_samples, 0x5a3b1e));
 
   std::ostringstream text;
-  text << "uncontended: " << o.threads << " thread(s) on one client (" << queue_mode_name(o.queue)
-       << "), lock+unlock on distinct names for " << format_duration(o.duration) << "\n"
+  text << "uncontended: " << o.threads << (async ? " async chain(s)" : " thread(s)")
+       << " on one client (" << queue_mode_name(o.queue) << "), lock+unlock on distinct names for "
+       << format_duration(o.duration) << "\n"
        << "  cycles        " << all.count() << " (" << static_cast<long long>(rate) << "/s)\n"
        << "  cycle latency p50 " << format_latency_ns(all.percentile(50)) << "  p99 "
        << format_latency_ns(all.percentile(99)) << "  p99.9 "
        << format_latency_ns(all.percentile(99.9)) << "  max " << format_latency_ns(all.max())
        << "\n"
        << "  keys left     " << left.keys << "\n";
+  if (server_cpu_s >= 0 && seconds > 0 && cycles_n > 0) {
+    text << "  server        main thread busy " << std::fixed << std::setprecision(0)
+         << 100 * server_cpu_s / seconds << "%, " << std::setprecision(1)
+         << server_cpu_s * 1e6 / cycles_n << " us CPU per cycle\n";
+  }
   report.text = text.str();
   return report;
 }

@@ -8,6 +8,17 @@
 // timeout); latencies are kept in fixed memory (bench_latency.hpp) with a uniform sample of at
 // most 20,000 for plots; the run's keys are checked to be gone at the end (and deleted if not).
 // A thread that fails (an rlock::error) fails the run.
+//
+// --api async runs --threads lock/unlock chains on the asynchronous API instead of threads:
+// each chain is async_lock then async_unlock on its own name and owner id, restarted from the
+// unlock's completion on the client's I/O thread, so one process drives all of them (as a node
+// program drives its async loops). Latency, cycles and checks are the same as with threads.
+// --connections sets config::connection_pool_size for the run.
+//
+// The server side: INFO cpu is read when the warm-up ends and after the last cycle; the JSON's
+// "server" object gives the Redis main thread's busy share of that window and its CPU time per
+// measured cycle (omitted when the server refuses INFO). It is empty of meaning for a server
+// shared with other load.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -25,6 +36,11 @@ struct uncontended_options {
   std::chrono::milliseconds duration{5000};
   std::optional<std::chrono::milliseconds> lease{};
   std::string queue = "on";
+  /// "blocking": --threads OS threads on the blocking API; "async": --threads chains on the
+  /// asynchronous API, driven by the client's I/O thread.
+  std::string api = "blocking";
+  /// config::connection_pool_size: the command connections the threads or chains share.
+  int connections = 1;
 };
 
 void add_uncontended_options(CLI::App& sub, uncontended_options& opts);
