@@ -140,8 +140,9 @@ def rlock_misses(results):
         ratio = r["cycles_per_s"] / (results["ceilings"][key]["rps"] / 2)
         if ratio < need:
             misses.append(("uncontended, %d thread%s (%s): %.2fx of %s/2, target %.1fx: short by "
-                           "%.0f%%" % (r["threads"], "s" if r["threads"] > 1 else "", compare_rlock.variant(r),
-                                       ratio, key, need, 100 * (1 - ratio / need)),
+                           "%.0f%%" % (r["threads"], "s" if r["threads"] > 1 else "",
+                                       compare_rlock.variant(r), ratio, key, need,
+                                       100 * (1 - ratio / need)),
                            ("uncontended", tuple(r.get("options", ())))))
     for r in _rlock_rows(results, "contended"):
         for _, detail in _contended_misses(r, _requests(r)):

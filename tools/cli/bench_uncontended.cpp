@@ -189,24 +189,21 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
   }
   std::future<void> chains;
   if (async) chains = start_async_chains(client, prefix, o.lease, warm_end, end, results);
-  // The server's main-thread CPU time over the measured window (after the warm-up).
+  // The server's main-thread CPU time over the measured window (after the warm-up); negative
+  // when the server refuses INFO (an ACL user without it): the run is measured without it.
+  const auto server_cpu_now = [&client] {
+    try {
+      return read_server_cpu_seconds(client);
+    } catch (const rlock::error&) {
+      return -1.0;
+    }
+  };
   std::this_thread::sleep_until(warm_end);
-  double server_cpu_s = -1;
-  try {
-    server_cpu_s = read_server_cpu_seconds(client);
-  } catch (const rlock::error&) {
-    // INFO refused (an ACL user without it): the run is still measured, without this figure
-  }
+  const double cpu_before = server_cpu_now();
   if (chains.valid()) chains.wait();
   for (auto& t : threads) t.join();
-  if (server_cpu_s >= 0) {
-    try {
-      const double after = read_server_cpu_seconds(client);
-      server_cpu_s = after >= 0 ? after - server_cpu_s : -1;
-    } catch (const rlock::error&) {
-      server_cpu_s = -1;
-    }
-  }
+  const double cpu_after = cpu_before >= 0 ? server_cpu_now() : -1.0;
+  const double server_cpu_s = cpu_after >= 0 ? cpu_after - cpu_before : -1.0;
 
   latency_histogram all;
   std::vector<const latency_reservoir*> reservoirs;
@@ -223,13 +220,14 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
 
   const double seconds = static_cast<double>(finished_ns - start_ns) / 1e9;
   const double rate = seconds > 0 ? static_cast<double>(all.count()) / seconds : 0.0;
-  const int client_connections = cfg.connection_pool_size;
   // Server main thread: its busy share of the window, and its CPU time per measured cycle.
-  json_object server;
   const double cycles_n = static_cast<double>(all.count());
-  if (server_cpu_s >= 0 && seconds > 0 && cycles_n > 0) {
-    server.add("main_thread_busy", server_cpu_s / seconds, 3)
-        .add("cpu_us_per_cycle", server_cpu_s * 1e6 / cycles_n, 2);
+  const bool server_measured = server_cpu_s >= 0 && seconds > 0 && cycles_n > 0;
+  const double server_busy = server_measured ? server_cpu_s / seconds : 0.0;
+  const double server_us_per_cycle = server_measured ? server_cpu_s * 1e6 / cycles_n : 0.0;
+  json_object server;
+  if (server_measured) {
+    server.add("main_thread_busy", server_busy, 3).add("cpu_us_per_cycle", server_us_per_cycle, 2);
   }
   json_object latency;
   latency.add_us("p50", all.percentile(50))
@@ -246,7 +244,7 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
       .add("cycles_per_s", rate, 1)
       .add("latency_us", latency)
       .add("lease_ms", o.lease ? static_cast<long long>(o.lease->count()) : 0LL)
-      .add("connections", client_connections)
+      .add("connections", o.connections)
       .add("keys_left", left.keys)
       .add("unlock_latches_left", left.unlock_latches)
       .add("server", server)
@@ -262,10 +260,10 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
        << format_latency_ns(all.percentile(99.9)) << "  max " << format_latency_ns(all.max())
        << "\n"
        << "  keys left     " << left.keys << "\n";
-  if (server_cpu_s >= 0 && seconds > 0 && cycles_n > 0) {
+  if (server_measured) {
     text << "  server        main thread busy " << std::fixed << std::setprecision(0)
-         << 100 * server_cpu_s / seconds << "%, " << std::setprecision(1)
-         << server_cpu_s * 1e6 / cycles_n << " us CPU per cycle\n";
+         << 100 * server_busy << "%, " << std::setprecision(1) << server_us_per_cycle
+         << " us CPU per cycle\n";
   }
   report.text = text.str();
   return report;
