@@ -15,8 +15,8 @@
 #include <asio.hpp>
 #include <chrono>
 #include <memory>
-#include <string>
 #include <stop_token>
+#include <string>
 #include <system_error>
 #include <type_traits>
 #include <vector>
@@ -32,7 +32,7 @@ namespace rlock {
 namespace detail {
 class core;
 class lock_service;
-}
+}  // namespace detail
 
 class client {
  public:
@@ -52,6 +52,8 @@ class client {
   client& operator=(const client&) = delete;
 
   /// This client's id, a random UUID: the first half of every lock owner field it writes.
+  /// Version 8 with config::lock_queue on (the mark of a client that hands locks over through
+  /// the wait queue), version 4 (like Redisson's) with it off.
   const std::string& id() const;
   const config& get_config() const;
   /// The executor of the client's I/O threads (the default for completion handlers).

@@ -125,6 +125,10 @@ struct config {
   /// order, and an unlock hands the lock straight to the first live waiter, which learns it
   /// holds the lock from a message without running a script. Java Redisson clients on the same
   /// lock still work: they take the lock only when it is free, and never break exclusion.
+  /// With the queue on, the client's id (client::id()) is an RFC 9562 version-8 UUID: waiters
+  /// behind such a holder wait for its hand-off alone, on their process's own channel, and are
+  /// not woken by other unlocks; behind a version-4 holder (Java Redisson, or rlock with the
+  /// queue off) they also listen for the "0" on the Redisson channel.
   /// Off: Redisson's behaviour (waiters race for a freed lock; at most one per process).
   bool lock_queue = true;
   /// How long a queued waiter's entry stays valid without a refresh; a crashed waiter is

@@ -6,8 +6,12 @@
 //   rlock::this_thread_owner_id  the owner id the blocking API uses for the calling thread
 //
 // On the wire: the key is the (mapped) name, a hash {"<client-uuid>:<owner-id>" -> hold count}
-// with a PEXPIRE; waiters listen on "redisson_lock__channel:{<name>}"; unlock publishes "0".
-// Java Redisson clients and rlock clients exclude each other on the same name.
+// with a PEXPIRE; unlock publishes "0" on "redisson_lock__channel:{<name>}". Java Redisson clients
+// and rlock clients exclude each other on the same name. With config::lock_queue (the default)
+// rlock waiters also join "rlock_queue:{<name>}" and are handed the lock on their process's
+// "rlock_handoff:{<name>}:<client-uuid>"; they listen on the Redisson channel only while the
+// holder is a client that does not hand over (its client uuid is not version 8: Java Redisson,
+// or rlock with the queue off).
 //
 // Ownership: a hold belongs to an owner id within its client. The blocking API uses the calling
 // thread's id (like Redisson's thread id), so std::lock_guard, std::unique_lock and
@@ -18,9 +22,12 @@
 // renews it every third of that while it is held. With a lease the lock expires after it and is
 // not renewed. Re-entry resets the TTL to the new acquire's lease.
 //
-// Fairness: within one process waiters are served first come, first served, and only the first
-// of them contends in Redis (so one unlock costs at most one acquire script per process).
-// Across processes the lock is not fair: the first to run its script after an unlock wins.
+// Fairness: with config::lock_queue (the default) rlock waiters are served first come, first
+// served across processes: an unlock hands the lock to the first live waiter in the queue and
+// wakes only that waiter's process. Java Redisson clients barge: they take the lock whenever
+// they find it free (after an unlock with nobody queued, or an expiry). With the queue off,
+// waiters are FIFO within one process and only the first contends in Redis (one unlock costs at
+// most one acquire script per process); across processes the first script after an unlock wins.
 //
 // Failure semantics:
 //   - The holder learns of a loss: loss_token() is stopped when renewal finds the owner field

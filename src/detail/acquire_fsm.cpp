@@ -42,7 +42,7 @@ acquire_fsm::action acquire_fsm::wait_for_ttl(time_point now) {
   return a;
 }
 
-acquire_fsm::action acquire_fsm::start(time_point now, bool head, bool subscribed) {
+acquire_fsm::action acquire_fsm::start(time_point now, bool head, channels subscribed) {
   subscribed_ = subscribed;
   if (head || p_.single_attempt) return attempt(now);
   state_ = state::queued;
@@ -53,12 +53,12 @@ acquire_fsm::action acquire_fsm::start(time_point now, bool head, bool subscribe
 }
 
 acquire_fsm::action acquire_fsm::on_turn(time_point now, std::optional<time_point> held_until,
-                                         bool subscribed) {
+                                         channels subscribed) {
   if (state_ != state::queued) return {};
   subscribed_ = subscribed;
   if (stop_pending_) return finish(make_error_code(errc::stopped), false);
   if (now >= p_.deadline) return finish({}, false);
-  if (!held_until || !subscribed_) return attempt(now);
+  if (!held_until || subscribed_ < needed_) return attempt(now);
   state_ = state::waiting;
   action a;
   a.kind = action_kind::wait;
@@ -85,31 +85,31 @@ acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
   answered_ = true;
   if (stop_pending_) return finish(make_error_code(errc::stopped), false);
   if (p_.single_attempt || now >= p_.deadline) return finish({}, false);
-  if (!subscribed_) {
-    state_ = state::subscribing;
-    action a;
-    a.kind = action_kind::subscribe;
-    a.until = std::min(p_.deadline, now + p_.subscription_timeout);
-    return a;
-  }
-  // The subscription became active while this attempt was in flight, or an unlock message
+  needed_ = r.holder_hands_off ? channels::handoff : channels::all;
+  if (subscribed_ < needed_) return subscribe(now);
+  // The channels became subscribed while this attempt was in flight, or an unlock message
   // arrived meanwhile: the message may predate our attempt's view, so look once more.
-  if (!subscribed_at_send_ || woken_during_attempt_) return attempt(now);
+  if (subscribed_at_send_ < needed_ || woken_during_attempt_) return attempt(now);
   return wait_for_ttl(now);
 }
 
-acquire_fsm::action acquire_fsm::on_subscribed(time_point now, std::error_code ec) {
-  if (state_ == state::queued || state_ == state::idle) {
-    subscribed_ = !ec;
-    return {};
-  }
-  if (state_ != state::subscribing) {
-    if (!ec) subscribed_ = true;
-    return {};
-  }
+acquire_fsm::action acquire_fsm::subscribe(time_point now) {
+  state_ = state::subscribing;
+  action a;
+  a.kind = action_kind::subscribe;
+  a.until = std::min(p_.deadline, now + p_.subscription_timeout);
+  a.level = needed_;
+  return a;
+}
+
+acquire_fsm::action acquire_fsm::on_subscribed(time_point now, std::error_code ec,
+                                               channels subscribed) {
+  subscribed_ = subscribed;
+  if (state_ != state::subscribing) return {};
   if (ec) return finish(ec, false);
-  subscribed_ = true;
   if (stop_pending_) return finish(make_error_code(errc::stopped), false);
+  // Another waiter's narrower subscribe completed: this one still needs more.
+  if (subscribed_ < needed_) return subscribe(now);
   // Subscribed before re-trying: an unlock after this attempt is certainly delivered.
   return attempt(now);
 }

@@ -3,9 +3,14 @@
 // or an error. The I/O layer feeds it events and carries out the action each event returns.
 //
 // Properties (each covered by tests/unit/acquire_fsm_test.cpp with simulated time):
-//   - no missed wake-up: an attempt that failed while the channel subscription was not yet
-//     confirmed is re-tried once the subscription is confirmed, and every wait is bounded by
-//     min(TTL, deadline), so a lost message costs at most one TTL (Redisson #1763);
+//   - no missed wake-up: an attempt that failed while the channels it needs were not yet
+//     subscribed is re-tried once they are, and every wait is bounded by min(TTL, deadline), so
+//     a lost message costs at most one TTL (Redisson #1763);
+//   - no herd (queued mode): while the holder is one that hands the lock over through the queue,
+//     the waiter needs only its process's hand-off channel, not the Redisson channel on which
+//     every unlock is announced to all; it asks for the Redisson channel too once it sees a
+//     holder that does not hand over (a Java Redisson client, an rlock client with the queue
+//     off);
 //   - at most one acquire script per wake-up: wake-ups that arrive while an attempt is in flight
 //     are folded into a single re-try after it;
 //   - honest deadline: no attempt is started at or after the deadline, and every subscribe and
@@ -34,10 +39,16 @@ class acquire_fsm {
     std::chrono::milliseconds subscription_timeout{7500};
   };
 
+  /// The channels a waiter listens on, in increasing order. `handoff`: its process's hand-off
+  /// channel (queued mode), enough while the holder hands the lock over through the queue.
+  /// `all`: also the lock's Redisson channel, on which every unlock publishes "0" (without the
+  /// queue, that channel is all there is).
+  enum class channels { none, handoff, all };
+
   enum class action_kind {
     none,          ///< nothing to do until the next event
     send_acquire,  ///< run the acquire script
-    subscribe,     ///< subscribe to the lock's channel, bounded by `until`
+    subscribe,     ///< subscribe to `level`'s channels, bounded by `until`
     wait,          ///< sleep until `until` (or a wake-up, or the turn for queued waiters)
     done,          ///< finished: see `ec`, `acquired`, `release`
   };
@@ -48,6 +59,7 @@ class acquire_fsm {
     std::error_code ec;     ///< done: the error, if any
     bool acquired = false;  ///< done: the lock is held
     bool release = false;   ///< done: the lock was acquired but must be released (stop/deadline)
+    channels level = channels::none;  ///< subscribe: the channels needed
   };
 
   /// What an acquire script reported.
@@ -55,20 +67,24 @@ class acquire_fsm {
     std::error_code ec;     ///< transport or server error
     bool acquired = false;  ///< nil reply
     long long ttl_ms = -1;  ///< PTTL of the held lock (-1: no TTL)
+    /// The holder hands the lock over through the queue when it unlocks (queued mode only).
+    bool holder_hands_off = false;
   };
 
   explicit acquire_fsm(params p) : p_(p) {}
 
   /// Starts. `head`: this waiter may contend now (else it is queued behind a local waiter).
-  /// `subscribed`: the lock's channel subscription is already confirmed in this process.
-  action start(time_point now, bool head, bool subscribed);
+  /// `subscribed`: the channels of this lock already subscribed in this process.
+  action start(time_point now, bool head, channels subscribed);
   /// The head of the local queue left or acquired: this waiter contends now. With
   /// `held_until` set, the lock is known to be held (by a local owner) until then, so the
   /// waiter sleeps until a wake-up or that time instead of sending a script that would fail.
-  /// `subscribed`: the lock's channel subscription is confirmed in this process.
-  action on_turn(time_point now, std::optional<time_point> held_until, bool subscribed);
+  /// `subscribed`: the channels of this lock subscribed in this process.
+  action on_turn(time_point now, std::optional<time_point> held_until, channels subscribed);
   action on_reply(time_point now, const reply& r);
-  action on_subscribed(time_point now, std::error_code ec);
+  /// A subscribe of this process for this lock completed (with `ec` if it failed); `subscribed`
+  /// is what the process listens on now. Every waiter of the lock in the process is told.
+  action on_subscribed(time_point now, std::error_code ec, channels subscribed);
   /// An unlock message on the lock's channel, or the subscription was re-established.
   action on_wake(time_point now);
   /// The wait or queue timer fired.
@@ -87,11 +103,14 @@ class acquire_fsm {
   action attempt(time_point now);
   action finish(std::error_code ec, bool acquired, bool release = false);
   action wait_for_ttl(time_point now);
+  action subscribe(time_point now);
 
   params p_;
   state state_ = state::idle;
-  bool subscribed_ = false;
-  bool subscribed_at_send_ = false;
+  channels subscribed_ = channels::none;
+  channels subscribed_at_send_ = channels::none;
+  // What this waiter must hear; `all` until a reply says the holder hands over.
+  channels needed_ = channels::all;
   bool woken_during_attempt_ = false;
   bool stop_pending_ = false;
   long long last_ttl_ = -1;

@@ -10,12 +10,12 @@
 
 namespace rlock::detail {
 
-std::string make_uuid() {
+std::string make_uuid(int version) {
   std::random_device rd;
   std::uniform_int_distribution<int> byte(0, 255);
   unsigned char b[16];
   for (auto& x : b) x = static_cast<unsigned char>(byte(rd));
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | ((version & 0x0f) << 4));
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
   char out[37];
   std::snprintf(out, sizeof out,
@@ -112,7 +112,9 @@ void validate(const config& c) {
 core::core(config cfg, const std::vector<const script*>& scripts)
     : cfg_(std::move(cfg)),
       address_(parse_url(cfg_.address)),
-      id_(make_uuid()),
+      // Version 8 tells queued waiters that this client hands the lock over through the queue
+      // (lock_acquire_queued.lua); Redisson's ids, like rlock's without the queue, are version 4.
+      id_(make_uuid(cfg_.lock_queue ? 8 : 4)),
       work_(asio::make_work_guard(io_)) {
   validate(cfg_);
   connection_options opts;

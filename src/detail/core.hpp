@@ -106,8 +106,9 @@ class core : public std::enable_shared_from_this<core> {
   std::minstd_rand rng_{std::random_device{}()};
 };
 
-/// A random RFC 4122 version-4 UUID in lowercase hex with dashes.
-std::string make_uuid();
+/// A random UUID of the given version (RFC 9562: 4, random; 8, rlock's mark of a client that
+/// hands locks over through the wait queue), in lowercase hex with dashes: 36 characters.
+std::string make_uuid(int version);
 
 /// The EVAL form of an encoded EVALSHA of `s` (NOSCRIPT recovery).
 std::string evalsha_to_eval(std::string_view evalsha, const script& s);

@@ -44,9 +44,18 @@ inline std::string queue_live_key(std::string_view raw_name) {
   return prefix_name("rlock_queue_live", raw_name);
 }
 
-/// The channel on which a holder hands the lock to the next waiter: rlock_handoff:{<name>}.
+/// The prefix of the hand-off channels of a lock: rlock_handoff:{<name>}.
 inline std::string handoff_channel(std::string_view raw_name) {
   return prefix_name("rlock_handoff", raw_name);
+}
+
+/// The channel on which a holder hands the lock to a waiter of one process (client id):
+/// rlock_handoff:{<name>}:<client uuid>. Only that process is woken.
+inline std::string process_handoff_channel(std::string_view raw_name, std::string_view client_id) {
+  std::string out = handoff_channel(raw_name);
+  out += ':';
+  out += client_id;
+  return out;
 }
 
 /// The owner field: <client uuid>:<owner id>.

@@ -3,7 +3,9 @@
 namespace rlock::detail {
 namespace {
 
-std::error_code script_error() { return make_error_code(errc::script_error); }
+std::error_code script_error() {
+  return make_error_code(errc::script_error);
+}
 
 }  // namespace
 
@@ -19,10 +21,12 @@ acquire_fsm::reply decode_acquire(const exec_result& r, long long& server_ms) {
     out.acquired = true;
   } else if (v.is_integer() && v.integer() >= -1) {
     out.ttl_ms = v.integer();
-  } else if (v.is_array() && v.size() == 2 && v[0].is_integer() && v[0].integer() >= -1 &&
-             v[1].is_integer() && v[1].integer() > 0) {
+  } else if (v.is_array() && v.size() == 3 && v[0].is_integer() && v[0].integer() >= -1 &&
+             v[1].is_integer() && v[1].integer() > 0 && v[2].is_integer() &&
+             (v[2].integer() == 0 || v[2].integer() == 1)) {
     out.ttl_ms = v[0].integer();
     server_ms = v[1].integer();
+    out.holder_hands_off = v[2].integer() == 1;
   } else {
     out.ec = script_error();
   }

@@ -29,15 +29,23 @@ const script& lock_unlock_queued_script() {
   static const script s{std::string(lua::lock_unlock_queued_lua)};
   return s;
 }
+const script& lock_force_unlock_queued_script() {
+  static const script s{std::string(lua::lock_force_unlock_queued_lua)};
+  return s;
+}
 const script& lock_queue_refresh_script() {
   static const script s{std::string(lua::lock_queue_refresh_lua)};
   return s;
 }
 
 std::vector<const script*> lock_scripts() {
-  return {&lock_acquire_script(),        &lock_unlock_script(),
-          &lock_renew_script(),          &lock_force_unlock_script(),
-          &lock_acquire_queued_script(), &lock_unlock_queued_script(),
+  return {&lock_acquire_script(),
+          &lock_unlock_script(),
+          &lock_renew_script(),
+          &lock_force_unlock_script(),
+          &lock_acquire_queued_script(),
+          &lock_unlock_queued_script(),
+          &lock_force_unlock_queued_script(),
           &lock_queue_refresh_script()};
 }
 

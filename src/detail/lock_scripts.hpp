@@ -13,6 +13,7 @@ const script& lock_renew_script();
 const script& lock_force_unlock_script();
 const script& lock_acquire_queued_script();
 const script& lock_unlock_queued_script();
+const script& lock_force_unlock_queued_script();
 const script& lock_queue_refresh_script();
 
 /// Every script above, for SCRIPT LOAD at connect time.

@@ -182,7 +182,7 @@ void lock_service::unpark(const std::shared_ptr<op>& o, errc why) {
 
 void lock_service::start(const std::shared_ptr<op>& o) {
   bool head = true;
-  bool subscribed = false;
+  channels subscribed = channels::none;
   {
     std::lock_guard lk(mu_);
     if (closed_) {
@@ -201,7 +201,7 @@ void lock_service::start(const std::shared_ptr<op>& o) {
     }
     o->prior_count = h == e.holds.end() ? 0 : h->second.count;
     if (h != e.holds.end()) o->watchdog_id = h->second.watchdog_id;
-    subscribed = e.sub == entry::sub_state::active;
+    subscribed = e.level;
     // Re-entry and single attempts do not queue: the owner already holds the lock, or the
     // caller asked for exactly one try.
     if (o->prior_count == 0 && !o->req.single_attempt) {
@@ -250,7 +250,7 @@ void lock_service::run(const std::shared_ptr<op>& o, acquire_fsm::action a,
       return;
     case acquire_fsm::action_kind::subscribe:
       lk.unlock();
-      ensure_subscribed(o, a.until);
+      ensure_subscribed(o, a.until, a.level);
       return;
     case acquire_fsm::action_kind::wait:
       o->timer.cancel();
@@ -338,59 +338,74 @@ std::uint64_t lock_service::register_hold(const std::string& raw_name, std::uint
   return id;
 }
 
-void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until) {
-  bool start = false;
+void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until,
+                                     channels level) {
+  const bool queued = core_->cfg().lock_queue;
+  // Without the queue there is no hand-off channel: the Redisson channel is all there is.
+  if (!queued) level = channels::all;
+  bool want_zero = false;
+  bool want_handoff = false;
   bool ready = false;
+  channels have = channels::none;
   std::uint64_t gen = 0;
   {
     std::lock_guard lk(mu_);
     entry& e = entries_[o->req.raw_name];
-    if (e.sub == entry::sub_state::active) {
+    have = e.level;
+    if (e.level >= level) {
       ready = true;
-    } else if (e.sub == entry::sub_state::none) {
-      e.sub = entry::sub_state::subscribing;
+    } else if (!e.subscribing) {
+      e.subscribing = true;
       gen = ++e.sub_generation;
-      start = true;
+      want_zero = level == channels::all;
+      want_handoff = queued && e.level == channels::none;
     }
   }
   if (ready) {
-    step(o, [](acquire_fsm& f) { return f.on_subscribed(clock::now(), {}); });
+    step(o, [have](acquire_fsm& f) { return f.on_subscribed(clock::now(), {}, have); });
     return;
   }
-  if (!start) {
-    // Another waiter's subscribe is in flight; this one is told when it completes. Its own
-    // deadline still bounds it through a timer.
+  if (!want_zero && !want_handoff) {
+    // Another waiter's subscribe is in flight; this one is told when it completes (and asks
+    // for more then, if that was not enough). Its own deadline still bounds it through a timer.
     std::lock_guard lk(o->mu);
     if (o->finished) return;
     o->timer.cancel();
     o->timer.expires_at(until);
     o->timer.async_wait([self = shared_from_this(), o](std::error_code ec) {
       if (ec) return;
-      self->step(o, [](acquire_fsm& f) {
-        return f.on_subscribed(clock::now(), make_error_code(errc::subscription_timeout));
+      channels now_have = channels::none;
+      {
+        std::lock_guard svc_lk(self->mu_);
+        auto it = self->entries_.find(o->req.raw_name);
+        if (it != self->entries_.end()) now_have = it->second.level;
+      }
+      self->step(o, [now_have](acquire_fsm& f) {
+        return f.on_subscribed(clock::now(), make_error_code(errc::subscription_timeout), now_have);
       });
     });
     return;
   }
   const std::string name = o->req.raw_name;
   std::weak_ptr<lock_service> weak = weak_from_this();
-  const bool queued = core_->cfg().lock_queue;
-  // Both subscriptions (the Redisson channel, and in queued mode the hand-off channel) must be
-  // confirmed before the waiters are told; the join collects them.
+  const channels target = level;
+  // Every subscription started here (the Redisson channel, this process's hand-off channel)
+  // must be confirmed before the waiters are told; the join collects them.
   struct join {
     std::mutex mu;
-    int remaining = 1;
+    int remaining = 0;
     std::error_code ec;
     subscription zero;
     subscription handoff;
   };
   auto j = std::make_shared<join>();
-  j->remaining = queued ? 2 : 1;
-  auto complete = [weak, name, gen, j] {
+  j->remaining = (want_zero ? 1 : 0) + (want_handoff ? 1 : 0);
+  auto complete = [weak, name, gen, j, target] {
     auto self = weak.lock();
     if (!self) return;
     std::vector<std::shared_ptr<op>> told;
     const std::error_code ec = j->ec;
+    channels have_now = channels::none;
     {
       std::lock_guard lk(self->mu_);
       auto it = self->entries_.find(name);
@@ -398,18 +413,20 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
         return;  // superseded; the subscriptions unsubscribe as they go
       }
       entry& e = it->second;
-      if (ec) {
-        e.sub = entry::sub_state::none;
-      } else {
-        e.sub = entry::sub_state::active;
-        e.sub_handle = std::move(j->zero);
-        e.handoff_handle = std::move(j->handoff);
+      e.subscribing = false;
+      if (!ec) {
+        e.level = target;
+        if (j->zero) e.sub_handle = std::move(j->zero);
+        if (j->handoff) e.handoff_handle = std::move(j->handoff);
       }
+      have_now = e.level;
       told.assign(e.queue.begin(), e.queue.end());
       self->maybe_linger_locked(name, e);
     }
     for (auto& w : told) {
-      self->step(w, [ec](acquire_fsm& f) { return f.on_subscribed(clock::now(), ec); });
+      self->step(w, [ec, have_now](acquire_fsm& f) {
+        return f.on_subscribed(clock::now(), ec, have_now);
+      });
     }
   };
   auto arrive = [j, complete](std::error_code ec, subscription sub, bool is_handoff) {
@@ -422,23 +439,28 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
     }
     if (last) complete();
   };
-  core_->subscribe(
-      channel_kind::classic, o->channel, name,
-      [weak, name](const pubsub_event&) {
-        // An unlock message (any payload) or a resubscription: the head re-checks.
-        if (auto s = weak.lock()) s->on_message(name);
-      },
-      until, [arrive](std::error_code ec, subscription sub) { arrive(ec, std::move(sub), false); });
-  if (queued) {
+  if (want_zero) {
     core_->subscribe(
-        channel_kind::classic, handoff_channel(name), name,
+        channel_kind::classic, o->channel, name,
+        [weak, name](const pubsub_event& ev) {
+          // An unlock message (any payload) or a resubscription: the head re-checks.
+          if (auto s = weak.lock()) {
+            s->on_message(name, ev.what == pubsub_event::kind::resubscribed);
+          }
+        },
+        until,
+        [arrive](std::error_code ec, subscription sub) { arrive(ec, std::move(sub), false); });
+  }
+  if (want_handoff) {
+    core_->subscribe(
+        channel_kind::classic, process_handoff_channel(name, core_->id()), name,
         [weak, name](const pubsub_event& ev) {
           auto s = weak.lock();
           if (!s) return;
           if (ev.what == pubsub_event::kind::message) {
             s->on_handoff(name, ev.payload);
           } else {
-            s->on_message(name);  // resubscribed: a hand-off may have been missed
+            s->on_message(name, true);  // resubscribed: a hand-off may have been missed
           }
         },
         until,
@@ -446,15 +468,18 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
   }
 }
 
-void lock_service::on_message(const std::string& raw_name) {
+void lock_service::on_message(const std::string& raw_name, bool resubscribed) {
   std::shared_ptr<op> head;
   {
     std::lock_guard lk(mu_);
     auto it = entries_.find(raw_name);
     if (it == entries_.end()) return;
-    if (it->second.handoff_then_zero) {
-      // This "0" follows an rlock hand-off (published by the same script, delivered in order on
-      // the same connection): the lock is not free, nobody needs to look.
+    if (resubscribed) {
+      // Messages may have been lost while the channel was down, the "0" expected below too.
+      it->second.handoff_then_zero = false;
+    } else if (it->second.handoff_then_zero) {
+      // This "0" follows an rlock hand-off to this process (published by the same script,
+      // delivered in order on the same connection): the lock is not free, nobody needs to look.
       it->second.handoff_then_zero = false;
       return;
     }
@@ -481,7 +506,8 @@ void lock_service::on_handoff(const std::string& raw_name, std::string_view payl
     auto it = entries_.find(raw_name);
     if (it == entries_.end()) return;
     entry& e = it->second;
-    if (zero_follows) e.handoff_then_zero = true;
+    // The "0" that follows reaches this process only if it listens on the Redisson channel.
+    if (zero_follows && e.level == channels::all) e.handoff_then_zero = true;
     const std::string& me = core_->id();
     if (owner.size() <= me.size() + 1 || !owner.starts_with(me) || owner[me.size()] != ':') return;
     std::uint64_t owner_id = 0;
@@ -588,7 +614,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   if (may_hold || (!keep && o->enqueued)) release_or_leave(o);
   std::shared_ptr<op> next;
   std::optional<clock::time_point> held_until;
-  bool next_subscribed = false;
+  channels next_subscribed = channels::none;
   {
     std::lock_guard svc_lk(mu_);
     entry& e = entries_[o->req.raw_name];
@@ -606,7 +632,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
       if (was_head && !e.queue.empty()) {
         next = e.queue.front();
         if (keep) held_until = clock::now() + o->lease;
-        next_subscribed = e.sub == entry::sub_state::active;
+        next_subscribed = e.level;
       }
     }
     maybe_linger_locked(o->req.raw_name, e);
@@ -679,12 +705,11 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
 }
 
 void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
-  if (!e.queue.empty() || closed_) return;
-  if (e.sub == entry::sub_state::none) {
+  if (!e.queue.empty() || closed_ || e.subscribing) return;
+  if (e.level == channels::none) {
     if (e.holds.empty()) entries_.erase(raw_name);
     return;
   }
-  if (e.sub != entry::sub_state::active) return;
   if (!e.linger) e.linger = std::make_unique<asio::steady_timer>(core_->io());
   e.linger->expires_after(subscription_linger);
   e.linger->async_wait([weak = weak_from_this(), raw_name](std::error_code ec) {
@@ -699,7 +724,7 @@ void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
       if (it == self->entries_.end() || !it->second.queue.empty()) return;
       gone = std::move(it->second.sub_handle);
       gone_handoff = std::move(it->second.handoff_handle);
-      it->second.sub = entry::sub_state::none;
+      it->second.level = channels::none;
       ++it->second.sub_generation;
       if (it->second.holds.empty()) {
         // The timer being run belongs to this entry: keep it alive until this handler returns.
@@ -846,12 +871,21 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
 void lock_service::force_unlock(const std::string& raw_name,
                                 std::function<void(std::error_code, bool)> done) {
   const std::string channel = lock_channel(raw_name);
-  const std::string_view keys[] = {raw_name, channel};
+  const bool queued = core_->cfg().lock_queue;
+  const std::string queue = queued ? queue_key(raw_name) : std::string();
+  const std::string live = queued ? queue_live_key(raw_name) : std::string();
+  const std::string handoff = queued ? handoff_channel(raw_name) : std::string();
+  const std::string_view keys_plain[] = {raw_name, channel};
+  // Queued mode: the lock goes to the first live waiter, like on an unlock (its waiters listen
+  // only on their hand-off channels while an rlock client holds the lock).
+  const std::string_view keys_queued[] = {raw_name, channel, queue, live, handoff};
+  const std::span<const std::string_view> keys =
+      queued ? std::span<const std::string_view>(keys_queued) : keys_plain;
   const std::string_view args[] = {"0", "publish"};
   exec_options opts;
   opts.idempotent = true;
-  core_->eval(lock_force_unlock_script(), keys, args, opts,
-              [self = shared_from_this(), raw_name, done = std::move(done)](exec_result res) {
+  core_->eval(queued ? lock_force_unlock_queued_script() : lock_force_unlock_script(), keys, args,
+              opts, [self = shared_from_this(), raw_name, done = std::move(done)](exec_result res) {
                 std::error_code ec;
                 const bool existed = decode_force_unlock(res, ec).value_or(false);
                 std::vector<std::stop_source> lost;

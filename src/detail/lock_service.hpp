@@ -62,11 +62,13 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     std::chrono::milliseconds lease{};
     std::stop_source lost;
   };
+  using channels = acquire_fsm::channels;
   struct entry {
     std::deque<std::shared_ptr<op>> queue;  // front: the head, the only local contender
-    enum class sub_state { none, subscribing, active } sub = sub_state::none;
-    subscription sub_handle;
-    subscription handoff_handle;  // queued mode: the hand-off channel
+    channels level = channels::none;        // subscribed and confirmed
+    bool subscribing = false;               // a subscribe is in flight
+    subscription sub_handle;                // the Redisson channel (level all)
+    subscription handoff_handle;            // queued mode: this process's hand-off channel
     std::uint64_t sub_generation = 0;
     std::unique_ptr<asio::steady_timer> linger;
     std::unique_ptr<asio::steady_timer> refresh;  // queued mode: liveness of local waiters
@@ -82,8 +84,10 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   void step(const std::shared_ptr<op>& o, Event&& ev);
   void run(const std::shared_ptr<op>& o, acquire_fsm::action a, std::unique_lock<std::mutex>& lk);
   void send_acquire(const std::shared_ptr<op>& o, std::unique_lock<std::mutex>& lk);
-  void ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until);
-  void on_message(const std::string& raw_name);
+  void ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until, channels level);
+  /// An unlock message on the Redisson channel, or (`resubscribed`) a channel of the lock was
+  /// subscribed again after a reconnection, so that a message may have been missed.
+  void on_message(const std::string& raw_name, bool resubscribed);
   void on_handoff(const std::string& raw_name, std::string_view payload);
   void arm_refresh_locked(const std::string& raw_name, entry& e);
   void refresh(const std::string& raw_name);

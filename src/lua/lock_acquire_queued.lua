@@ -3,7 +3,8 @@
 -- KEYS[2]  the wait queue "rlock_queue:{<name>}": a zset of owner field -> arrival number
 -- KEYS[3]  the waiters' liveness "rlock_queue_live:{<name>}": a hash of owner field ->
 --          "<deadline ms>:<lease ms>"; the deadline is on the Redis server's clock (TIME)
--- KEYS[4]  the hand-off channel "rlock_handoff:{<name>}"
+-- KEYS[4]  the hand-off channels' prefix "rlock_handoff:{<name>}": a waiter's process listens on
+--          "<prefix>:<client uuid>"
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner field "<client-uuid>:<owner-id>"
 -- ARGV[3]  the owner's hold count before this acquire. The owner is blocked in this acquire, so
@@ -12,11 +13,13 @@
 -- ARGV[4]  liveness in ms of the queue entry without a refresh; "0": one attempt, no queueing
 -- ARGV[5]  publish command: "publish" or "spublish"
 -- Returns  nil when the owner holds the lock (acquired now, re-entered, or handed over);
---          otherwise {PTTL of the lock (-1: no TTL), server time in ms}.
+--          otherwise {PTTL of the lock (-1: no TTL), server time in ms, 1 if the holder hands
+--          the lock over through the queue when it unlocks (an rlock client with the queue on:
+--          its waiters need not hear the Redisson channel), else 0}.
 -- A free lock goes to the first live waiter in the queue, not to whoever asks first; waiters
 -- whose deadline has passed (crashed) are dropped as they reach the head. When a free lock is
--- found with another live waiter at the head, that waiter is made the owner and told on the
--- hand-off channel with the payload "<owner> <server ms> 0".
+-- found with another live waiter at the head, that waiter is made the owner and told on its
+-- process's hand-off channel with the payload "<owner> <server ms> 0".
 --!include queue_prelude.lua
 local prior = tonumber(ARGV[3])
 local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
@@ -50,10 +53,7 @@ if redis.call('exists', KEYS[1]) == 0 then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
   end
-  redis.call('hset', KEYS[1], head, 1)
-  redis.call('pexpire', KEYS[1], lease)
-  leave(KEYS[2], KEYS[3], head)
-  redis.call(ARGV[5], KEYS[4], head .. ' ' .. now() .. ' 0')
+  hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, ARGV[5], KEYS[4], '0')
 end
 if ARGV[4] ~= '0' then
   if redis.call('zscore', KEYS[2], ARGV[2]) == false then
@@ -69,4 +69,4 @@ if ARGV[4] ~= '0' then
   redis.call('pexpire', KEYS[2], tonumber(ARGV[4]) * 2)
   redis.call('pexpire', KEYS[3], tonumber(ARGV[4]) * 2)
 end
-return {redis.call('pttl', KEYS[1]), now()}
+return {redis.call('pttl', KEYS[1]), now(), holder_hands_off(KEYS[1])}

@@ -2,14 +2,15 @@
 -- KEYS[1]  the lock key
 -- KEYS[2]  the wait queue "rlock_queue:{<name>}"
 -- KEYS[3]  the waiters' liveness "rlock_queue_live:{<name>}"
--- KEYS[4]  the hand-off channel "rlock_handoff:{<name>}"
+-- KEYS[4]  the hand-off channels' prefix "rlock_handoff:{<name>}"
 -- ARGV[1]  liveness in ms
 -- ARGV[2]  publish command
 -- ARGV[3..] owner fields of this process's waiters on this lock
 -- Returns  {server time in ms, s1, s2, ...}: for owner i, 1 if it holds the lock (handed over;
 --          its message may have been lost), 2 if it is queued (its deadline was extended),
 --          0 if it is in neither (its entry was dropped as stale: it must queue again).
--- If the lock is free (its holder expired) the first live waiter is made owner and told.
+-- If the lock is free (its holder expired, or a client that does not hand over released it)
+-- the first live waiter is made owner and told on its process's channel.
 --!include queue_prelude.lua
 
 for i = 3, #ARGV do
@@ -22,10 +23,7 @@ end
 if redis.call('exists', KEYS[1]) == 0 then
   local head, lease = live_head(KEYS[2], KEYS[3])
   if head then
-    redis.call('hset', KEYS[1], head, 1)
-    redis.call('pexpire', KEYS[1], lease)
-    leave(KEYS[2], KEYS[3], head)
-    redis.call(ARGV[2], KEYS[4], head .. ' ' .. now() .. ' 0')
+    hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, ARGV[2], KEYS[4], '0')
   end
 end
 local result = {now()}

@@ -5,7 +5,7 @@
 -- KEYS[3]  the unlock latch "redisson_unlock_latch:{<name>}:<32 hex request id>"
 -- KEYS[4]  the wait queue "rlock_queue:{<name>}"
 -- KEYS[5]  the waiters' liveness "rlock_queue_live:{<name>}"
--- KEYS[6]  the hand-off channel "rlock_handoff:{<name>}"
+-- KEYS[6]  the hand-off channels' prefix "rlock_handoff:{<name>}"
 -- ARGV[1]  the unlock message, "0"
 -- ARGV[2]  lease in ms applied when holds remain
 -- ARGV[3]  owner field
@@ -17,8 +17,8 @@
 -- Returns  1: released (handed over, or deleted); 0: still held; nil: not held by the owner.
 --          The owner's queue entry, if any, is removed in every case.
 -- On the final release the lock goes to the first live waiter (made owner with its own lease,
--- told on KEYS[6] with "<owner> <server ms> 1", the 1 saying that a "0" on the Redisson
--- channel follows), or is deleted. "0" is published on the Redisson
+-- told on its process's channel "<KEYS[6]>:<client uuid>" with "<owner> <server ms> 1", the 1
+-- saying that a "0" on the Redisson channel follows), or is deleted. "0" is published on the Redisson
 -- channel either way, after the hand-off message, so Java waiters behave as before.
 local done = redis.call('get', KEYS[3])
 if done ~= false then
@@ -53,11 +53,8 @@ if queued then
   head, lease = live_head(KEYS[4], KEYS[5])
 end
 if head then
-  redis.call('hset', KEYS[1], head, 1)
-  redis.call('pexpire', KEYS[1], lease)
-  leave(KEYS[4], KEYS[5], head)
+  hand_over(KEYS[1], KEYS[4], KEYS[5], head, lease, ARGV[4], KEYS[6], '1')
   tidy(KEYS[4], KEYS[5])
-  redis.call(ARGV[4], KEYS[6], head .. ' ' .. now() .. ' 1')
 end
 redis.call(ARGV[4], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])

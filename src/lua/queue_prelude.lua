@@ -1,7 +1,9 @@
 -- queue_prelude: helpers of the queued scripts, included where a script says
 -- `--!include queue_prelude.lua` (cmake/embed_lua.cmake). A queue is two keys in the lock's
 -- slot: q, a zset of owner field -> arrival number, and live, a hash of owner field ->
--- "<deadline ms>:<lease ms>" with the deadline on the server's clock.
+-- "<deadline ms>:<lease ms>" with the deadline on the server's clock. Hand-off messages go to
+-- the recipient's process only: "<hand-off prefix>:<client uuid>", so that the other waiting
+-- processes are not woken.
 local now_ms
 -- The server's time in ms, read once per script run, and only if needed.
 local function now()
@@ -40,4 +42,30 @@ local function live_head(q, live)
     end
     leave(q, live, head)
   end
+end
+-- Tells `who` that it now holds the lock, on its own process's hand-off channel
+-- "<prefix>:<client uuid>" (the owner field up to its last ':'). `zero_follows`: "1" when a "0"
+-- on the Redisson channel follows in the same script, else "0".
+local function tell(pub, prefix, who, zero_follows)
+  local process = string.match(who, '^(.*):')
+  redis.call(pub, prefix .. ':' .. process, who .. ' ' .. now() .. ' ' .. zero_follows)
+end
+-- 1 when the lock's holder hands it over through the queue when it unlocks: an rlock client
+-- with the queue on, whose client uuid is an RFC 9562 version-8 UUID (Redisson's are version 4,
+-- and an rlock client with the queue off uses version 4 too). Its waiters need not hear the
+-- Redisson channel's "0". 1 also when the lock is free (nothing to wait for).
+local function holder_hands_off(lock)
+  local holder = redis.call('hkeys', lock)[1]
+  if holder == nil or string.sub(holder, 15, 15) == '8' then
+    return 1
+  end
+  return 0
+end
+-- Makes `who` (a live waiter) the owner of the free lock with its own lease, takes it off the
+-- queue and tells it (see tell). The caller tidies the queue.
+local function hand_over(lock, q, live, who, lease, pub, prefix, zero_follows)
+  redis.call('hset', lock, who, 1)
+  redis.call('pexpire', lock, lease)
+  leave(q, live, who)
+  tell(pub, prefix, who, zero_follows)
 end

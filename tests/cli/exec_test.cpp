@@ -6,16 +6,13 @@
 #include <iostream>
 
 #include "cli_harness.hpp"
+#include "support/lock_listeners.hpp"
 #include "support/redis_server.hpp"
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
 namespace {
-
-long long numsub(const redis_server& server, const std::string& channel) {
-  return server.cli_reply({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer;
-}
 
 /// A shell script that traps SIGTERM: it writes WORD to $M, stops its background sleep and
 /// exits with STATUS. It writes "held" to $F (if set) once the trap is in place, then waits.
@@ -186,13 +183,12 @@ TEST(cli_exec, sigint_or_sigterm_while_waiting_aborts_without_running_the_comman
   temp_dir dir("rlock-cli");
   fifo_marker held(dir.path() / "held");
   child_process holder = start_holder(server, "wait-int", held);
-  const std::string channel = "redisson_lock__channel:{wait-int}";
   const auto ran = dir.path() / "ran";
   for (const int sig : {SIGINT, SIGTERM}) {
-    const long long before = numsub(server, channel);
+    const long long before = lock_listeners(server, "wait-int");
     child_process waiter =
         start_rlock({"exec", "wait-int", "--url", server.url(), "--", "touch", ran.string()});
-    ASSERT_TRUE(wait_until([&] { return numsub(server, channel) > before; }, 10s))
+    ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "wait-int") > before; }, 10s))
         << waiter.error_output();
     waiter.kill(sig);
     EXPECT_EQ(exit_status(waiter, 10s), 128 + sig) << waiter.error_output();
@@ -220,11 +216,10 @@ TEST(cli_exec, force_unlock_wakes_a_waiting_exec_at_once) {
   temp_dir dir("rlock-cli");
   fifo_marker held(dir.path() / "held");
   child_process holder = start_holder(server, "fu", held, {"--watchdog-timeout", "900ms"});
-  const std::string channel = "redisson_lock__channel:{fu}";
-  const long long before = numsub(server, channel);
+  const long long before = lock_listeners(server, "fu");
   child_process waiter =
       start_rlock({"exec", "fu", "--url", server.url(), "--wait", "20s", "--", "echo", "woke"});
-  ASSERT_TRUE(wait_until([&] { return numsub(server, channel) > before; }, 10s))
+  ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "fu") > before; }, 10s))
       << waiter.error_output();
 
   const auto t0 = steady::now();

@@ -40,10 +40,14 @@ long long script_calls(const test::redis_server& server) {
 void check_leftovers(const test::redis_server& server, const std::string& name,
                      std::chrono::milliseconds longest_ttl, end_state& out) {
   const std::string zero_channel = "redisson_lock__channel:{" + name + "}";
-  const std::string handoff_channel = "rlock_handoff:{" + name + "}";
+  // Hand-off channels are per process: rlock_handoff:{name}:<client uuid>.
+  const std::string handoff_channels = "rlock_handoff:{" + name + "}:*";
   auto numsub = [&] {
-    const auto r = server.cli_reply({"PUBSUB", "NUMSUB", zero_channel, handoff_channel});
-    return r.elements.at(1).integer + r.elements.at(3).integer;
+    long long n = server.cli_reply({"PUBSUB", "NUMSUB", zero_channel}).elements.at(1).integer;
+    for (const auto& c : server.cli_reply({"PUBSUB", "CHANNELS", handoff_channels}).elements) {
+      n += server.cli_reply({"PUBSUB", "NUMSUB", c.str}).elements.at(1).integer;
+    }
+    return n;
   };
   // External state: the server notices closed connections on its own schedule.
   test::wait_until([&] { return numsub() == 0; }, 3s, 20ms);

@@ -8,7 +8,8 @@
 //    no TTL, or if it is still there after its TTL (bounded wait). Unlock latches
 //    (redisson_unlock_latch:*) are kept ~20 s by design: they only need a TTL. Any other key
 //    is unexpected.
-//  - channels: PUBSUB NUMSUB of redisson_lock__channel:{name} and rlock_handoff:{name}, and
+//  - channels: PUBSUB NUMSUB of redisson_lock__channel:{name} and of every per-process
+//    rlock_handoff:{name}:<client uuid>, and
 //    PUBSUB CHANNELS, once every client has exited (the server is given up to 3 s to notice).
 #pragma once
 

@@ -11,6 +11,7 @@
 
 #include "common.hpp"
 #include "hostile_common.hpp"
+#include "support/lock_listeners.hpp"
 #include "support/loopback_listener.hpp"
 #include "support/wait.hpp"
 
@@ -64,7 +65,7 @@ TEST(hostile_disconnect, client_kill_of_everything_mid_wait_neither_hangs_nor_lo
       return ok;
     });
   });
-  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{k}") == 1; }, 5s));
+  ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "k") == 1; }, 5s));
   kill_every_client(server);
   // The holder's connection is gone too: its unlock (idempotent) goes out after reconnecting.
   const outcome unlock = run_bounded([&] {

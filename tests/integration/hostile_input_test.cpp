@@ -9,6 +9,7 @@
 
 #include "common.hpp"
 #include "hostile_common.hpp"
+#include "support/lock_listeners.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -62,7 +63,7 @@ TEST(hostile_input, zero_and_negative_waits_make_one_attempt_on_a_held_lock) {
     EXPECT_FALSE(o.ec) << wait.count() << " " << o.what;
     EXPECT_LT(o.took, (cfg.timeout + slack).count()) << "one attempt: " << wait.count();
   }
-  EXPECT_EQ(numsub_of(server, "redisson_lock__channel:{held}"), 0) << "no subscription left";
+  EXPECT_EQ(lock_listeners(server, "held"), 0) << "no subscription left";
   EXPECT_EQ(server.cli({"EXISTS", "rlock_queue:{held}"}), "0") << "no queue entry left";
 }
 
@@ -83,8 +84,7 @@ TEST(hostile_input, an_enormous_wait_on_a_held_lock_waits_instead_of_overflowing
       });
     });
     // Still waiting (an overflowed deadline would have returned false at once).
-    ASSERT_TRUE(wait_until(
-        [&] { return numsub_of(server, "redisson_lock__channel:{big-wait}") == 1; }, 5s));
+    ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "big-wait") == 1; }, 5s));
     la.unlock();
     const outcome o = waiter.get();
     EXPECT_TRUE(o.value) << o.what;
@@ -180,7 +180,7 @@ TEST(hostile_input, a_string_or_list_key_is_wrong_type_at_once_whatever_the_wait
     });
     EXPECT_TRUE(unlock.ec == errc::wrong_type || unlock.ec == errc::not_owner)
         << name << " " << unlock.what;
-    EXPECT_EQ(numsub_of(server, std::string("redisson_lock__channel:{") + name + "}"), 0);
+    EXPECT_EQ(lock_listeners(server, name), 0);
   }
   EXPECT_EQ(server.cli({"GET", "str"}), "v");
   EXPECT_EQ(server.cli({"TTL", "str"}), "-1");

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common.hpp"
+#include "support/lock_listeners.hpp"
 #include "support/process.hpp"
 #include "support/wait.hpp"
 
@@ -41,10 +42,10 @@ TEST(lock_failure, client_kill_pubsub_mid_wait_does_not_hang) {
     if (ok) lb.unlock();
     return ok;
   });
-  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{pk}") == 1; }, 3s));
+  ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "pk") == 1; }, 3s));
   server.cli({"CLIENT", "KILL", "TYPE", "pubsub"});
   // Resubscribed, then the unlock message wakes the waiter.
-  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{pk}") == 1; }, 5s));
+  ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "pk") == 1; }, 5s));
   const auto t0 = steady::now();
   la.unlock();
   EXPECT_TRUE(waiter.get());
@@ -70,7 +71,7 @@ TEST(lock_failure, paused_server_mid_wait_returns_within_the_budget) {
     }
     return std::tuple{ok, ec, ms_since(t0)};
   });
-  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{ps}") == 1; }, 3s));
+  ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "ps") == 1; }, 3s));
   server.pause();
   auto [ok, ec, took] = waiter.get();
   server.resume();
@@ -93,7 +94,7 @@ TEST(lock_failure, stop_request_ends_the_wait_and_leaves_nothing_held) {
       return e.code();
     }
   });
-  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{st}") == 1; }, 3s));
+  ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "st") == 1; }, 3s));
   const auto t0 = steady::now();
   stop.request_stop();
   EXPECT_EQ(waiter.get(), errc::stopped);
@@ -151,9 +152,7 @@ TEST(lock_failure, unlock_from_a_thread_that_never_locked) {
   client c(config_for(server));
   auto l = c.get_lock("nt");
   l.lock();
-  std::async(std::launch::async, [&] {
-    EXPECT_THROW(l.unlock(), error);
-  }).get();
+  std::async(std::launch::async, [&] { EXPECT_THROW(l.unlock(), error); }).get();
   EXPECT_EQ(l.hold_count(), 1);
   l.unlock();
 }

@@ -7,6 +7,7 @@
 
 #include "common.hpp"
 #include "detail/lock_service.hpp"
+#include "support/lock_listeners.hpp"
 #include "support/process.hpp"
 #include "support/wait.hpp"
 
@@ -192,7 +193,7 @@ TEST(lock, try_lock_with_wait_times_out_or_wins_promptly) {
     if (ok) lb.unlock();
     return std::pair{ok, ms};
   });
-  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{tw}") == 1; }, 3s));
+  ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "tw") == 1; }, 3s));
   t0 = steady::now();
   la.unlock();
   auto [ok, ms] = waiter.get();
@@ -224,7 +225,7 @@ TEST(lock, non_owner_unlock_leaves_the_key_and_force_unlock_wakes_waiters) {
     if (ok) lw.unlock();
     return ok;
   });
-  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_lock__channel:{fu}") >= 1; }, 3s));
+  ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "fu") >= 1; }, 3s));
   const auto t0 = steady::now();
   EXPECT_TRUE(lb.force_unlock());
   EXPECT_TRUE(waiter.get());

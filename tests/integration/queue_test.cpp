@@ -23,9 +23,9 @@ TEST(queue, arrival_order_is_respected_across_four_processes_of_four_threads) {
   l.lock();
   std::vector<child_process> workers;
   for (int p = 0; p < 4; ++p) {
-    workers.emplace_back(RLOCK_LOCK_WORKER, std::vector<std::string>{"ordered", server.url(),
-                                                                      "fifo", std::to_string(p),
-                                                                      "4"});
+    workers.emplace_back(
+        RLOCK_LOCK_WORKER,
+        std::vector<std::string>{"ordered", server.url(), "fifo", std::to_string(p), "4"});
   }
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{fifo}") == 16; }, 30s));
   l.unlock();
@@ -77,8 +77,8 @@ TEST(queue, a_waiter_killed_while_queued_is_skipped_after_its_deadline) {
   client holder(cfg);
   auto l = holder.get_lock("skip");
   l.lock();
-  child_process doomed(RLOCK_LOCK_WORKER, std::vector<std::string>{"wait-hold", server.url(),
-                                                                    "skip", "30000", "600"});
+  child_process doomed(RLOCK_LOCK_WORKER,
+                       std::vector<std::string>{"wait-hold", server.url(), "skip", "30000", "600"});
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{skip}") == 1; }, 10s));
   client second(cfg);
   auto l2 = second.get_lock("skip");
@@ -94,8 +94,8 @@ TEST(queue, a_waiter_killed_while_queued_is_skipped_after_its_deadline) {
       [&] {
         auto live = server.cli_reply({"HVALS", "rlock_queue_live:{skip}"});
         auto now = server.cli_reply({"TIME"});
-        const long long ms = std::stoll(now.elements[0].str) * 1000 +
-                             std::stoll(now.elements[1].str) / 1000;
+        const long long ms =
+            std::stoll(now.elements[0].str) * 1000 + std::stoll(now.elements[1].str) / 1000;
         for (const auto& v : live.elements) {
           if (std::stoll(v.str.substr(0, v.str.find(':'))) <= ms) return true;
         }
@@ -114,7 +114,7 @@ TEST(queue, a_waiter_killed_after_being_handed_the_lock_loses_it_within_its_leas
   auto l = holder.get_lock("handed");
   l.lock();
   child_process doomed(RLOCK_LOCK_WORKER, std::vector<std::string>{"wait-hold", server.url(),
-                                                                    "handed", "800", "6000"});
+                                                                   "handed", "800", "6000"});
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{handed}") == 1; }, 10s));
   doomed.kill(SIGSTOP);  // alive as far as the queue knows, but it cannot act on the hand-off
   l.unlock();            // handed to the stopped waiter with its 800 ms lease
@@ -196,6 +196,105 @@ TEST(queue, a_timed_out_waiter_that_was_handed_the_lock_passes_it_on) {
   la.unlock();                // b is no longer queued: c gets it
   EXPECT_TRUE(second.get());
   EXPECT_EQ(server.cli({"EXISTS", "pass", "rlock_queue:{pass}", "rlock_queue_live:{pass}"}), "0");
+}
+
+TEST(queue, waiters_behind_queued_holders_are_told_on_their_own_process_channel_only) {
+  redis_server server;
+  client a(config_for(server));
+  auto la = a.get_lock("herd");
+  la.lock();
+  std::vector<std::unique_ptr<client>> waiters;
+  std::vector<std::future<void>> done;
+  for (int i = 0; i < 3; ++i) {
+    waiters.push_back(std::make_unique<client>(config_for(server)));
+    done.push_back(std::async(std::launch::async, [&, i] {
+      auto l = waiters[static_cast<std::size_t>(i)]->get_lock("herd");
+      l.lock();
+      l.unlock();
+    }));
+    // One at a time, so that the queue's order is the clients' order.
+    ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{herd}") == i + 1; }, 5s));
+  }
+  // Each waiting process listens on its own hand-off channel, and none on the Redisson channel:
+  // an unlock wakes the recipient's process and nobody else.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return server.cli_reply({"PUBSUB", "CHANNELS", "rlock_handoff:{herd}:*"}).elements.size() ==
+               3;
+      },
+      5s));
+  for (const auto& w : waiters) {
+    EXPECT_EQ(numsub_of(server, "rlock_handoff:{herd}:" + w->id()), 1) << w->id();
+  }
+  EXPECT_EQ(numsub_of(server, "redisson_lock__channel:{herd}"), 0);
+  auto spy = server.client();
+  spy.send({"PSUBSCRIBE", "rlock_handoff:{herd}:*"});
+  ASSERT_TRUE(spy.read(2s).has_value());
+  la.unlock();
+  for (auto& d : done) d.get();
+  // Three hand-offs (a to the first waiter, then along the queue), each on its recipient's
+  // channel, in arrival order.
+  for (const auto& w : waiters) {
+    auto msg = spy.read(5s);
+    ASSERT_TRUE(msg.has_value());
+    ASSERT_EQ(msg->elements.size(), 4u);
+    EXPECT_EQ(msg->elements[2].str, "rlock_handoff:{herd}:" + w->id());
+    EXPECT_TRUE(msg->elements[3].str.starts_with(w->id() + ":")) << msg->elements[3].str;
+  }
+  EXPECT_FALSE(spy.read(200ms).has_value()) << "no other hand-off message";
+}
+
+TEST(queue, a_waiter_behind_a_holder_that_does_not_hand_over_hears_its_unlock) {
+  redis_server server;
+  // A Java Redisson peer's hold (a version-4 client uuid), written with raw commands: its
+  // unlock does not know the queue, it only deletes the key and publishes "0".
+  const std::string java = "2f0c2a3e-8d0c-4c7e-9a55-6a1b2c3d4e5f:42";
+  server.cli({"HSET", "java", java, "1"});
+  server.cli({"PEXPIRE", "java", "60000"});
+  config cfg = config_for(server);
+  cfg.lock_queue_liveness = 60s;  // no queue refresh (every 20 s) within this test
+  client b(cfg);
+  auto lb = b.get_lock("java");
+  auto waiter = std::async(std::launch::async, [&] {
+    const bool ok = lb.try_lock(30s);
+    if (ok) lb.unlock();
+    return ok;
+  });
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{java}") == 1; }, 5s));
+  ASSERT_TRUE(
+      wait_until([&] { return numsub_of(server, "redisson_lock__channel:{java}") == 1; }, 5s));
+  const auto t0 = steady::now();
+  server.cli({"DEL", "java"});
+  server.cli({"PUBLISH", "redisson_lock__channel:{java}", "0"});
+  EXPECT_TRUE(waiter.get());
+  EXPECT_LT(ms_since(t0), 5000) << "woken by the \"0\", not by a lease or a refresh";
+}
+
+TEST(queue, a_client_without_the_queue_is_not_taken_for_one_that_hands_over) {
+  redis_server server;
+  config plain = config_for(server);
+  plain.lock_queue = false;
+  client a(plain);
+  // Version 4, like Redisson's: queued waiters listen for this client's "0".
+  EXPECT_EQ(a.id()[14], '4') << a.id();
+  auto la = a.get_lock("plain");
+  la.lock();
+  config queued = config_for(server);
+  queued.lock_queue_liveness = 60s;
+  client b(queued);
+  EXPECT_EQ(b.id()[14], '8') << b.id();
+  auto lb = b.get_lock("plain");
+  auto waiter = std::async(std::launch::async, [&] {
+    const bool ok = lb.try_lock(30s);
+    if (ok) lb.unlock();
+    return ok;
+  });
+  ASSERT_TRUE(
+      wait_until([&] { return numsub_of(server, "redisson_lock__channel:{plain}") == 1; }, 5s));
+  const auto t0 = steady::now();
+  la.unlock();
+  EXPECT_TRUE(waiter.get());
+  EXPECT_LT(ms_since(t0), 5000);
 }
 
 }  // namespace

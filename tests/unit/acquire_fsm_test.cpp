@@ -13,10 +13,19 @@ using kind = acquire_fsm::action_kind;
 using tp = acquire_fsm::time_point;
 
 const tp t0 = tp{} + 1000s;  // an arbitrary simulated "now"
+constexpr auto none = acquire_fsm::channels::none;
+constexpr auto handoff = acquire_fsm::channels::handoff;
+constexpr auto all = acquire_fsm::channels::all;
 
 acquire_fsm::reply held(long long ttl) {
   acquire_fsm::reply r;
   r.ttl_ms = ttl;
+  return r;
+}
+// A failed queued acquire: the holder hands the lock over through the queue when it unlocks.
+acquire_fsm::reply held_by_queued_holder(long long ttl) {
+  acquire_fsm::reply r = held(ttl);
+  r.holder_hands_off = true;
   return r;
 }
 acquire_fsm::reply acquired() {
@@ -40,7 +49,7 @@ acquire_fsm make(tp deadline = tp::max(), bool single = false) {
 
 TEST(acquire_fsm, free_lock_is_acquired_with_one_script) {
   auto f = make();
-  EXPECT_EQ(f.start(t0, true, false).kind, kind::send_acquire);
+  EXPECT_EQ(f.start(t0, true, none).kind, kind::send_acquire);
   auto a = f.on_reply(t0 + 1ms, acquired());
   EXPECT_EQ(a.kind, kind::done);
   EXPECT_TRUE(a.acquired);
@@ -51,11 +60,11 @@ TEST(acquire_fsm, free_lock_is_acquired_with_one_script) {
 
 TEST(acquire_fsm, subscribes_before_retrying_then_waits_for_the_ttl) {
   auto f = make();
-  f.start(t0, true, false);
+  f.start(t0, true, none);
   auto a = f.on_reply(t0 + 1ms, held(5000));
   ASSERT_EQ(a.kind, kind::subscribe);
   EXPECT_EQ(a.until, t0 + 1ms + 7500ms);  // bounded by subscription_timeout
-  a = f.on_subscribed(t0 + 2ms, {});
+  a = f.on_subscribed(t0 + 2ms, {}, all);
   EXPECT_EQ(a.kind, kind::send_acquire) << "re-try after the subscription is confirmed";
   a = f.on_reply(t0 + 3ms, held(4990));
   ASSERT_EQ(a.kind, kind::wait);
@@ -69,7 +78,7 @@ TEST(acquire_fsm, subscribes_before_retrying_then_waits_for_the_ttl) {
 
 TEST(acquire_fsm, already_subscribed_waits_without_a_second_attempt) {
   auto f = make();
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   auto a = f.on_reply(t0 + 1ms, held(1000));
   EXPECT_EQ(a.kind, kind::wait);
   EXPECT_EQ(f.attempts(), 1);
@@ -77,7 +86,7 @@ TEST(acquire_fsm, already_subscribed_waits_without_a_second_attempt) {
 
 TEST(acquire_fsm, ttl_timer_retries_when_the_message_is_lost) {
   auto f = make();
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   auto a = f.on_reply(t0, held(200));
   ASSERT_EQ(a.kind, kind::wait);
   a = f.on_timer(a.until);
@@ -86,7 +95,7 @@ TEST(acquire_fsm, ttl_timer_retries_when_the_message_is_lost) {
 
 TEST(acquire_fsm, lock_without_ttl_waits_for_a_message_or_the_deadline) {
   auto f = make(t0 + 10s);
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   auto a = f.on_reply(t0, held(-1));
   ASSERT_EQ(a.kind, kind::wait);
   EXPECT_EQ(a.until, t0 + 10s);
@@ -94,7 +103,7 @@ TEST(acquire_fsm, lock_without_ttl_waits_for_a_message_or_the_deadline) {
 
 TEST(acquire_fsm, wake_during_an_attempt_folds_into_one_retry) {
   auto f = make();
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   EXPECT_EQ(f.on_wake(t0 + 1ms).kind, kind::none);
   EXPECT_EQ(f.on_wake(t0 + 2ms).kind, kind::none);
   EXPECT_EQ(f.on_wake(t0 + 3ms).kind, kind::none);
@@ -107,9 +116,9 @@ TEST(acquire_fsm, wake_during_an_attempt_folds_into_one_retry) {
 
 TEST(acquire_fsm, subscription_confirmed_during_attempt_causes_one_recheck) {
   auto f = make();
-  f.start(t0, true, false);
+  f.start(t0, true, none);
   // A queued neighbour's subscribe completes while our first attempt is in flight.
-  EXPECT_EQ(f.on_subscribed(t0 + 1ms, {}).kind, kind::none);
+  EXPECT_EQ(f.on_subscribed(t0 + 1ms, {}, all).kind, kind::none);
   auto a = f.on_reply(t0 + 2ms, held(1000));
   EXPECT_EQ(a.kind, kind::send_acquire);
   a = f.on_reply(t0 + 3ms, held(1000));
@@ -119,7 +128,7 @@ TEST(acquire_fsm, subscription_confirmed_during_attempt_causes_one_recheck) {
 TEST(acquire_fsm, deadline_bounds_waits_and_no_attempt_starts_after_it) {
   const tp deadline = t0 + 300ms;
   auto f = make(deadline);
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   auto a = f.on_reply(t0 + 1ms, held(30000));
   ASSERT_EQ(a.kind, kind::wait);
   EXPECT_EQ(a.until, deadline);
@@ -133,7 +142,7 @@ TEST(acquire_fsm, deadline_bounds_waits_and_no_attempt_starts_after_it) {
 TEST(acquire_fsm, wake_after_the_deadline_does_not_send) {
   const tp deadline = t0 + 300ms;
   auto f = make(deadline);
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   f.on_reply(t0 + 1ms, held(30000));
   auto a = f.on_wake(deadline + 1ms);
   EXPECT_EQ(a.kind, kind::done);
@@ -143,7 +152,7 @@ TEST(acquire_fsm, wake_after_the_deadline_does_not_send) {
 TEST(acquire_fsm, reply_arriving_after_the_deadline_ends_it) {
   const tp deadline = t0 + 300ms;
   auto f = make(deadline);
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   auto a = f.on_reply(deadline + 1ms, held(10));
   EXPECT_EQ(a.kind, kind::done);
   EXPECT_FALSE(a.acquired);
@@ -151,7 +160,7 @@ TEST(acquire_fsm, reply_arriving_after_the_deadline_ends_it) {
 
 TEST(acquire_fsm, retry_timed_out_at_the_deadline_after_a_held_reply_is_not_acquired) {
   auto f = make(t0 + 100ms);
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   EXPECT_EQ(f.on_reply(t0 + 1ms, held(5000)).kind, kind::wait);
   EXPECT_EQ(f.on_wake(t0 + 50ms).kind, kind::send_acquire);
   // The re-try's request is cut off by the deadline: the server did answer before, so this is
@@ -165,7 +174,7 @@ TEST(acquire_fsm, retry_timed_out_at_the_deadline_after_a_held_reply_is_not_acqu
 
 TEST(acquire_fsm, timeout_without_any_answer_is_reported) {
   auto f = make(t0 + 100ms);
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   auto a = f.on_reply(t0 + 100ms, failed(errc::timeout));
   EXPECT_EQ(a.ec, make_error_code(errc::timeout));
   EXPECT_TRUE(a.release);
@@ -173,7 +182,7 @@ TEST(acquire_fsm, timeout_without_any_answer_is_reported) {
 
 TEST(acquire_fsm, subscribe_is_bounded_by_the_deadline) {
   auto f = make(t0 + 100ms);
-  f.start(t0, true, false);
+  f.start(t0, true, none);
   auto a = f.on_reply(t0 + 1ms, held(30000));
   ASSERT_EQ(a.kind, kind::subscribe);
   EXPECT_EQ(a.until, t0 + 100ms);
@@ -181,7 +190,7 @@ TEST(acquire_fsm, subscribe_is_bounded_by_the_deadline) {
 
 TEST(acquire_fsm, single_attempt_never_subscribes_or_waits) {
   auto f = make(tp::max(), true);
-  EXPECT_EQ(f.start(t0, false, false).kind, kind::send_acquire) << "not queued either";
+  EXPECT_EQ(f.start(t0, false, none).kind, kind::send_acquire) << "not queued either";
   auto a = f.on_reply(t0 + 1ms, held(30000));
   EXPECT_EQ(a.kind, kind::done);
   EXPECT_FALSE(a.acquired);
@@ -190,7 +199,7 @@ TEST(acquire_fsm, single_attempt_never_subscribes_or_waits) {
 
 TEST(acquire_fsm, queued_waiter_sends_nothing_until_its_turn) {
   auto f = make(t0 + 10s);
-  auto a = f.start(t0, false, true);
+  auto a = f.start(t0, false, all);
   ASSERT_EQ(a.kind, kind::wait);
   EXPECT_EQ(a.until, t0 + 10s);
   EXPECT_FALSE(f.is_head());
@@ -198,7 +207,7 @@ TEST(acquire_fsm, queued_waiter_sends_nothing_until_its_turn) {
   EXPECT_EQ(f.on_timer(t0 + 2ms).kind, kind::none);
   EXPECT_EQ(f.attempts(), 0);
   // The previous head acquired with a 30 s lease: sleep until a message, not a futile script.
-  a = f.on_turn(t0 + 5ms, t0 + 5ms + 30s, true);
+  a = f.on_turn(t0 + 5ms, t0 + 5ms + 30s, all);
   ASSERT_EQ(a.kind, kind::wait);
   EXPECT_EQ(a.until, t0 + 10s);
   EXPECT_TRUE(f.is_head());
@@ -208,19 +217,19 @@ TEST(acquire_fsm, queued_waiter_sends_nothing_until_its_turn) {
 
 TEST(acquire_fsm, turn_without_known_holder_attempts_at_once) {
   auto f = make();
-  f.start(t0, false, true);
-  EXPECT_EQ(f.on_turn(t0 + 1ms, std::nullopt, true).kind, kind::send_acquire);
+  f.start(t0, false, all);
+  EXPECT_EQ(f.on_turn(t0 + 1ms, std::nullopt, all).kind, kind::send_acquire);
 }
 
 TEST(acquire_fsm, turn_when_not_subscribed_attempts_at_once) {
   auto f = make();
-  f.start(t0, false, false);
-  EXPECT_EQ(f.on_turn(t0 + 1ms, t0 + 30s, false).kind, kind::send_acquire);
+  f.start(t0, false, none);
+  EXPECT_EQ(f.on_turn(t0 + 1ms, t0 + 30s, none).kind, kind::send_acquire);
 }
 
 TEST(acquire_fsm, queued_waiter_times_out_at_its_deadline) {
   auto f = make(t0 + 50ms);
-  f.start(t0, false, true);
+  f.start(t0, false, all);
   auto a = f.on_timer(t0 + 50ms);
   EXPECT_EQ(a.kind, kind::done);
   EXPECT_FALSE(a.acquired);
@@ -228,7 +237,7 @@ TEST(acquire_fsm, queued_waiter_times_out_at_its_deadline) {
 
 TEST(acquire_fsm, stop_while_waiting_ends_with_stopped) {
   auto f = make();
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   f.on_reply(t0, held(1000));
   auto a = f.on_stop(t0 + 1ms);
   EXPECT_EQ(a.kind, kind::done);
@@ -238,7 +247,7 @@ TEST(acquire_fsm, stop_while_waiting_ends_with_stopped) {
 
 TEST(acquire_fsm, stop_during_an_attempt_that_acquires_asks_for_release) {
   auto f = make();
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   EXPECT_EQ(f.on_stop(t0 + 1ms).kind, kind::none) << "wait for the reply in flight";
   auto a = f.on_reply(t0 + 2ms, acquired());
   EXPECT_EQ(a.kind, kind::done);
@@ -248,7 +257,7 @@ TEST(acquire_fsm, stop_during_an_attempt_that_acquires_asks_for_release) {
 
 TEST(acquire_fsm, stop_during_an_attempt_that_fails_sends_nothing_more) {
   auto f = make();
-  f.start(t0, true, false);
+  f.start(t0, true, none);
   f.on_stop(t0 + 1ms);
   auto a = f.on_reply(t0 + 2ms, held(1000));
   EXPECT_EQ(a.kind, kind::done);
@@ -258,7 +267,7 @@ TEST(acquire_fsm, stop_during_an_attempt_that_fails_sends_nothing_more) {
 
 TEST(acquire_fsm, stop_of_a_queued_waiter) {
   auto f = make();
-  f.start(t0, false, true);
+  f.start(t0, false, all);
   auto a = f.on_stop(t0);
   EXPECT_EQ(a.kind, kind::done);
   EXPECT_EQ(a.ec, errc::stopped);
@@ -266,7 +275,7 @@ TEST(acquire_fsm, stop_of_a_queued_waiter) {
 
 TEST(acquire_fsm, script_error_ends_with_the_error_and_a_defensive_release) {
   auto f = make();
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   auto a = f.on_reply(t0, failed(errc::timeout));
   EXPECT_EQ(a.kind, kind::done);
   EXPECT_EQ(a.ec, errc::timeout);
@@ -275,29 +284,90 @@ TEST(acquire_fsm, script_error_ends_with_the_error_and_a_defensive_release) {
 
 TEST(acquire_fsm, wrong_type_is_reported) {
   auto f = make();
-  f.start(t0, true, false);
+  f.start(t0, true, none);
   auto a = f.on_reply(t0, failed(errc::wrong_type));
   EXPECT_EQ(a.ec, errc::wrong_type);
 }
 
 TEST(acquire_fsm, subscription_failure_is_reported) {
   auto f = make();
-  f.start(t0, true, false);
+  f.start(t0, true, none);
   f.on_reply(t0, held(1000));
-  auto a = f.on_subscribed(t0 + 7500ms, make_error_code(errc::subscription_timeout));
+  auto a = f.on_subscribed(t0 + 7500ms, make_error_code(errc::subscription_timeout), none);
   EXPECT_EQ(a.kind, kind::done);
   EXPECT_EQ(a.ec, errc::subscription_timeout);
 }
 
 TEST(acquire_fsm, events_after_done_are_ignored) {
   auto f = make();
-  f.start(t0, true, true);
+  f.start(t0, true, all);
   f.on_reply(t0, acquired());
   EXPECT_TRUE(f.finished());
   EXPECT_EQ(f.on_wake(t0).kind, kind::none);
   EXPECT_EQ(f.on_timer(t0).kind, kind::none);
   EXPECT_EQ(f.on_stop(t0).kind, kind::none);
   EXPECT_EQ(f.on_reply(t0, acquired()).kind, kind::none);
+}
+
+// ---- queued mode: which channels a waiter listens on ----
+
+TEST(acquire_fsm, behind_a_queued_holder_only_the_handoff_channel_is_needed) {
+  auto f = make();
+  f.start(t0, true, none);
+  auto a = f.on_reply(t0 + 1ms, held_by_queued_holder(5000));
+  ASSERT_EQ(a.kind, kind::subscribe);
+  EXPECT_EQ(a.level, handoff) << "no Redisson channel: other unlocks do not wake this process";
+  a = f.on_subscribed(t0 + 2ms, {}, handoff);
+  EXPECT_EQ(a.kind, kind::send_acquire) << "re-try: a hand-off before the subscription is found";
+  a = f.on_reply(t0 + 3ms, held_by_queued_holder(4990));
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(a.until, t0 + 3ms + 4991ms) << "a lost hand-off costs at most one TTL";
+  EXPECT_TRUE(f.on_handed(t0 + 10ms).acquired);
+  EXPECT_EQ(f.attempts(), 2);
+}
+
+TEST(acquire_fsm, a_holder_that_does_not_hand_over_needs_the_redisson_channel_too) {
+  auto f = make();
+  f.start(t0, true, handoff);
+  auto a = f.on_reply(t0 + 1ms, held(5000));  // a Java holder: its unlock only publishes "0"
+  ASSERT_EQ(a.kind, kind::subscribe);
+  EXPECT_EQ(a.level, all);
+  a = f.on_subscribed(t0 + 2ms, {}, all);
+  EXPECT_EQ(a.kind, kind::send_acquire) << "a \"0\" before the subscription is not missed";
+  a = f.on_reply(t0 + 3ms, held(4990));
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(f.on_wake(t0 + 4ms).kind, kind::send_acquire) << "the \"0\" wakes it";
+}
+
+TEST(acquire_fsm, a_narrower_subscribe_of_another_waiter_is_not_enough) {
+  auto f = make();
+  f.start(t0, true, none);
+  ASSERT_EQ(f.on_reply(t0 + 1ms, held(5000)).kind, kind::subscribe);
+  // Another local waiter's hand-off-only subscribe completes first.
+  auto a = f.on_subscribed(t0 + 2ms, {}, handoff);
+  ASSERT_EQ(a.kind, kind::subscribe);
+  EXPECT_EQ(a.level, all);
+  EXPECT_EQ(f.attempts(), 1);
+  EXPECT_EQ(f.on_subscribed(t0 + 3ms, {}, all).kind, kind::send_acquire);
+}
+
+TEST(acquire_fsm, listening_on_everything_already_needs_no_subscribe) {
+  auto f = make();
+  f.start(t0, true, all);
+  auto a = f.on_reply(t0 + 1ms, held_by_queued_holder(5000));
+  EXPECT_EQ(a.kind, kind::wait) << "subscribed at send time to more than needed: no re-try";
+  EXPECT_EQ(f.attempts(), 1);
+}
+
+TEST(acquire_fsm, a_holder_change_to_one_that_does_not_hand_over_is_followed) {
+  auto f = make();
+  f.start(t0, true, handoff);
+  ASSERT_EQ(f.on_reply(t0 + 1ms, held_by_queued_holder(100)).kind, kind::wait);
+  // The queued holder's lease ran out and a Java client took the lock.
+  ASSERT_EQ(f.on_timer(t0 + 102ms).kind, kind::send_acquire);
+  auto a = f.on_reply(t0 + 103ms, held(30000));
+  ASSERT_EQ(a.kind, kind::subscribe);
+  EXPECT_EQ(a.level, all);
 }
 
 }  // namespace

@@ -19,6 +19,21 @@ long long numsub(rlock::client& c, const std::string& channel) {
   return r.size() >= 2 ? r[1].integer() : 0;
 }
 
+// Subscribers of rlock's per-process hand-off channels "rlock_handoff:{key}:<client uuid>": the
+// processes with waiters queued behind an rlock holder, which do not listen on Redisson's channel.
+long long handoff_listeners(rlock::client& c, const std::string& key) {
+  std::string pattern;
+  for (const char ch : redisson::prefix_name("rlock_handoff", key)) {
+    if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') pattern += '\\';
+    pattern += ch;
+  }
+  pattern += ":*";
+  long long n = 0;
+  const rlock::reply channels = c.execute({"PUBSUB", "CHANNELS", pattern});
+  for (std::size_t i = 0; i < channels.size(); ++i) n += numsub(c, std::string(channels[i].str()));
+  return n;
+}
+
 bool exists(rlock::client& c, const std::string& key) {
   return c.execute({"EXISTS", key}).integer() > 0;
 }
@@ -40,7 +55,7 @@ lock_report inspect_lock(rlock::client& client, const std::string& name) {
   rep.name = name;
   rep.key = client.get_lock(name).key();
   rep.channel = redisson::lock_channel(rep.key);
-  rep.listeners = numsub(client, rep.channel);
+  rep.listeners = numsub(client, rep.channel) + handoff_listeners(client, rep.key);
   const std::string type(client.execute({"TYPE", rep.key}).str());
   if (type == "none") return rep;
   const long long pttl = client.execute({"PTTL", rep.key}).integer();

@@ -40,7 +40,7 @@ struct lock_report {
   std::vector<owner_hold> owners{};
   std::optional<std::string> mode{};  ///< read_write_lock: "read" or "write"
   std::optional<long long> ttl_ms{};  ///< PTTL; nullopt if no key or no expiry
-  long long listeners = 0;            ///< PUBSUB NUMSUB of `channel`
+  long long listeners = 0;            ///< subscribers of `channel` and of rlock's hand-off channels
   std::optional<long long> value{};   ///< string kinds: the integer value
 };
 

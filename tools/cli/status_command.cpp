@@ -23,7 +23,8 @@ constexpr const char* footer_text =
     "  owners     [{\"owner\": \"<client-uuid>:<thread-id>\", \"holds\": N}, ...]\n"
     "  mode       read_write_lock: \"read\" or \"write\"; otherwise null\n"
     "  ttl_ms     remaining TTL in milliseconds; null if no key or no expiry\n"
-    "  listeners  clients subscribed to the lock's channel (waiters, usually)\n"
+    "  listeners  subscribers of the lock's channel and of rlock's per-process hand-off\n"
+    "             channels rlock_handoff:{NAME}:<client-uuid> (waiting processes, usually)\n"
     "  channel    that channel: redisson_lock__channel:{NAME}\n"
     "  value      string kinds (semaphores, latches): the integer value; otherwise null\n"
     "\n"
@@ -68,7 +69,7 @@ std::string to_text(const lock_report& r) {
     out << "ttl:        "
         << (r.ttl_ms ? format_duration(std::chrono::milliseconds(*r.ttl_ms)) : "no expiry") << "\n";
   }
-  out << "listeners:  " << r.listeners << " on " << r.channel << "\n";
+  out << "listeners:  " << r.listeners << " on " << r.channel << " and rlock's hand-off channels\n";
   return out.str();
 }
 

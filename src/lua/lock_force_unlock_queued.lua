@@ -1,0 +1,26 @@
+-- lock_force_unlock_queued: delete a lock whoever holds it and hand it to the first live waiter
+-- of rlock's queue, if any; wake Redisson's waiters either way (§1.4 with the queued hand-off).
+-- KEYS[1]  the lock key
+-- KEYS[2]  the lock channel "redisson_lock__channel:{<name>}"
+-- KEYS[3]  the wait queue "rlock_queue:{<name>}"
+-- KEYS[4]  the waiters' liveness "rlock_queue_live:{<name>}"
+-- KEYS[5]  the hand-off channels' prefix "rlock_handoff:{<name>}"
+-- ARGV[1]  the unlock message, "0"
+-- ARGV[2]  publish command: "publish" or "spublish"
+-- Returns  1 when a lock existed (and the message was published), 0 otherwise.
+-- Queued waiters behind an rlock holder listen only on their process's hand-off channel, so a
+-- forced unlock hands over like an unlock does: the first live waiter is made owner (with its
+-- own lease) and told with "<owner> <server ms> 1", then "0" is published.
+--!include queue_prelude.lua
+if redis.call('del', KEYS[1]) == 0 then
+  return 0
+end
+if redis.call('exists', KEYS[3]) == 1 then
+  local head, lease = live_head(KEYS[3], KEYS[4])
+  if head then
+    hand_over(KEYS[1], KEYS[3], KEYS[4], head, lease, ARGV[2], KEYS[5], '1')
+    tidy(KEYS[3], KEYS[4])
+  end
+end
+redis.call(ARGV[2], KEYS[2], ARGV[1])
+return 1
