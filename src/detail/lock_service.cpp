@@ -725,6 +725,9 @@ void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
       gone = std::move(it->second.sub_handle);
       gone_handoff = std::move(it->second.handoff_handle);
       it->second.level = channels::none;
+      // A subscribe still in flight (an upgrade asked for by a waiter that has left since) is
+      // superseded: its completion is ignored, so it must not leave the entry "subscribing".
+      it->second.subscribing = false;
       ++it->second.sub_generation;
       if (it->second.holds.empty()) {
         // The timer being run belongs to this entry: keep it alive until this handler returns.
