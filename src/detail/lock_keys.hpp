@@ -58,6 +58,20 @@ inline std::string process_handoff_channel(std::string_view raw_name, std::strin
   return out;
 }
 
+/// The names a queued script needs besides the lock key (queued hand-off): the queue's two keys
+/// and the prefix of its per-process hand-off channels. Empty when default-constructed (the
+/// queue is off).
+struct queue_names {
+  std::string queue;    ///< rlock_queue:{<name>}
+  std::string live;     ///< rlock_queue_live:{<name>}
+  std::string handoff;  ///< rlock_handoff:{<name>}
+  queue_names() = default;
+  explicit queue_names(std::string_view raw_name)
+      : queue(queue_key(raw_name)),
+        live(queue_live_key(raw_name)),
+        handoff(handoff_channel(raw_name)) {}
+};
+
 /// The owner field: <client uuid>:<owner id>.
 inline std::string owner_field(std::string_view client_id, std::uint64_t owner_id) {
   std::string out(client_id);

@@ -306,13 +306,11 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     });
   };
   if (core_->cfg().lock_queue) {
-    const std::string queue = queue_key(o->req.raw_name);
-    const std::string live = queue_live_key(o->req.raw_name);
-    const std::string handoff = handoff_channel(o->req.raw_name);
+    const queue_names qn(o->req.raw_name);
     const std::string liveness =
         o->req.single_attempt ? "0" : std::to_string(core_->cfg().lock_queue_liveness.count());
     if (!o->req.single_attempt) o->enqueued = true;
-    const std::string_view keys[] = {o->req.raw_name, queue, live, handoff};
+    const std::string_view keys[] = {o->req.raw_name, qn.queue, qn.live, qn.handoff};
     const std::string_view args[] = {lease, o->owner, prior, liveness, "publish"};
     lk.unlock();
     core_->eval(lock_acquire_queued_script(), keys, args, opts, std::move(on_reply));
@@ -562,13 +560,11 @@ void lock_service::refresh(const std::string& raw_name) {
     arm_refresh_locked(raw_name, e);
   }
   if (waiting.empty()) return;
-  const std::string queue = queue_key(raw_name);
-  const std::string live = queue_live_key(raw_name);
-  const std::string handoff = handoff_channel(raw_name);
+  const queue_names qn(raw_name);
   const std::string liveness = std::to_string(core_->cfg().lock_queue_liveness.count());
   std::vector<std::string_view> args = {liveness, "publish"};
   for (auto& w : waiting) args.emplace_back(w->owner);
-  const std::string_view keys[] = {raw_name, queue, live, handoff};
+  const std::string_view keys[] = {raw_name, qn.queue, qn.live, qn.handoff};
   exec_options opts;
   opts.idempotent = true;
   opts.deadline = clock::now() + core_->cfg().lock_queue_liveness / 3;
@@ -691,10 +687,9 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
     }
   };
   if (cfg.lock_queue) {
-    const std::string queue = queue_key(o->req.raw_name);
-    const std::string live = queue_live_key(o->req.raw_name);
-    const std::string handoff = handoff_channel(o->req.raw_name);
-    const std::string_view keys[] = {o->req.raw_name, o->channel, latch, queue, live, handoff};
+    const queue_names qn(o->req.raw_name);
+    const std::string_view keys[] = {o->req.raw_name, o->channel, latch,
+                                     qn.queue,        qn.live,    qn.handoff};
     const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
     core_->eval(lock_unlock_queued_script(), keys, args, opts, std::move(landed));
     return;
@@ -815,12 +810,10 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
   exec_options opts;
   opts.idempotent = true;  // the latch returns the first result to a resent unlock
   const bool queued = cfg.lock_queue;
-  const std::string queue = queued ? queue_key(raw_name) : std::string();
-  const std::string live = queued ? queue_live_key(raw_name) : std::string();
-  const std::string handoff = queued ? handoff_channel(raw_name) : std::string();
+  const queue_names qn = queued ? queue_names(raw_name) : queue_names();
   const std::string_view keys_plain[] = {raw_name, channel, latch};
   const std::string_view args_plain[] = {"0", lease_s, owner, "publish", latch_ttl};
-  const std::string_view keys_queued[] = {raw_name, channel, latch, queue, live, handoff};
+  const std::string_view keys_queued[] = {raw_name, channel, latch, qn.queue, qn.live, qn.handoff};
   const std::string_view args_queued[] = {"0", lease_s, owner, "publish", latch_ttl, ""};
   const std::span<const std::string_view> keys =
       queued ? std::span<const std::string_view>(keys_queued) : keys_plain;
@@ -875,13 +868,11 @@ void lock_service::force_unlock(const std::string& raw_name,
                                 std::function<void(std::error_code, bool)> done) {
   const std::string channel = lock_channel(raw_name);
   const bool queued = core_->cfg().lock_queue;
-  const std::string queue = queued ? queue_key(raw_name) : std::string();
-  const std::string live = queued ? queue_live_key(raw_name) : std::string();
-  const std::string handoff = queued ? handoff_channel(raw_name) : std::string();
+  const queue_names qn = queued ? queue_names(raw_name) : queue_names();
   const std::string_view keys_plain[] = {raw_name, channel};
   // Queued mode: the lock goes to the first live waiter, like on an unlock (its waiters listen
   // only on their hand-off channels while an rlock client holds the lock).
-  const std::string_view keys_queued[] = {raw_name, channel, queue, live, handoff};
+  const std::string_view keys_queued[] = {raw_name, channel, qn.queue, qn.live, qn.handoff};
   const std::span<const std::string_view> keys =
       queued ? std::span<const std::string_view>(keys_queued) : keys_plain;
   const std::string_view args[] = {"0", "publish"};
