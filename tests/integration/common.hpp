@@ -2,8 +2,10 @@
 #pragma once
 
 #include <chrono>
+#include <future>
 
 #include "rlock/client.hpp"
+#include "rlock/lock.hpp"
 #include "support/redis_server.hpp"
 
 namespace rlock::test {
@@ -20,6 +22,16 @@ inline config config_for(const redis_server& server) {
   c.reconnect_delay_min = 10ms;
   c.reconnect_delay_max = 100ms;
   return c;
+}
+
+/// A waiter on its own thread: try_lock(wait) on `l`, unlocking at once if it got the lock. The
+/// future says whether it did. `l` must outlive the future.
+inline std::future<bool> try_lock_then_unlock_async(lock& l, std::chrono::milliseconds wait) {
+  return std::async(std::launch::async, [&l, wait] {
+    const bool ok = l.try_lock(wait);
+    if (ok) l.unlock();
+    return ok;
+  });
 }
 
 /// Milliseconds elapsed since `t0`.

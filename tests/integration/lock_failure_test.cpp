@@ -37,11 +37,7 @@ TEST(lock_failure, client_kill_pubsub_mid_wait_does_not_hang) {
   auto la = a.get_lock("pk");
   la.lock();
   auto lb = b.get_lock("pk");
-  auto waiter = std::async(std::launch::async, [&] {
-    const bool ok = lb.try_lock(10s);
-    if (ok) lb.unlock();
-    return ok;
-  });
+  auto waiter = try_lock_then_unlock_async(lb, 10s);
   ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "pk") == 1; }, 3s));
   server.cli({"CLIENT", "KILL", "TYPE", "pubsub"});
   // Resubscribed, then the unlock message wakes the waiter.

@@ -220,11 +220,7 @@ TEST(lock, non_owner_unlock_leaves_the_key_and_force_unlock_wakes_waiters) {
 
   client w(config_for(server));
   auto lw = w.get_lock("fu");
-  auto waiter = std::async(std::launch::async, [&] {
-    const bool ok = lw.try_lock(20s);
-    if (ok) lw.unlock();
-    return ok;
-  });
+  auto waiter = try_lock_then_unlock_async(lw, 20s);
   ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "fu") >= 1; }, 3s));
   const auto t0 = steady::now();
   EXPECT_TRUE(lb.force_unlock());

@@ -89,11 +89,7 @@ TEST(lock_wire, foreign_redisson_owner_blocks_and_del_publish_wakes_at_once) {
   auto l = c.get_lock("shared");
   EXPECT_FALSE(l.try_lock());
   EXPECT_FALSE(l.try_lock(200ms));
-  auto waiter = std::async(std::launch::async, [&] {
-    const bool ok = l.try_lock(20s);
-    if (ok) l.unlock();
-    return ok;
-  });
+  auto waiter = try_lock_then_unlock_async(l, 20s);
   ASSERT_TRUE(
       wait_until([&] { return numsub_of(server, "redisson_lock__channel:{shared}") == 1; }, 3s));
   const auto t0 = steady::now();

@@ -82,11 +82,7 @@ TEST(queue, a_waiter_killed_while_queued_is_skipped_after_its_deadline) {
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{skip}") == 1; }, 10s));
   client second(cfg);
   auto l2 = second.get_lock("skip");
-  auto waiter = std::async(std::launch::async, [&] {
-    const bool ok = l2.try_lock(10s);
-    if (ok) l2.unlock();
-    return ok;
-  });
+  auto waiter = try_lock_then_unlock_async(l2, 10s);
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{skip}") == 2; }, 10s));
   doomed.kill(SIGKILL);
   // The dead waiter's entry expires on the server's clock: observable only from outside.
@@ -186,11 +182,7 @@ TEST(queue, a_timed_out_waiter_that_was_handed_the_lock_passes_it_on) {
   auto lc = c.get_lock("pass");
   auto first = std::async(std::launch::async, [&] { return lb.try_lock(300ms); });
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{pass}") == 1; }, 5s));
-  auto second = std::async(std::launch::async, [&] {
-    const bool ok = lc.try_lock(10s);
-    if (ok) lc.unlock();
-    return ok;
-  });
+  auto second = try_lock_then_unlock_async(lc, 10s);
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{pass}") == 2; }, 5s));
   EXPECT_FALSE(first.get());  // b gave up
   la.unlock();                // b is no longer queued: c gets it
@@ -255,11 +247,7 @@ TEST(queue, a_waiter_behind_a_holder_that_does_not_hand_over_hears_its_unlock) {
   cfg.lock_queue_liveness = 60s;  // no queue refresh (every 20 s) within this test
   client b(cfg);
   auto lb = b.get_lock("java");
-  auto waiter = std::async(std::launch::async, [&] {
-    const bool ok = lb.try_lock(30s);
-    if (ok) lb.unlock();
-    return ok;
-  });
+  auto waiter = try_lock_then_unlock_async(lb, 30s);
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{java}") == 1; }, 5s));
   ASSERT_TRUE(
       wait_until([&] { return numsub_of(server, "redisson_lock__channel:{java}") == 1; }, 5s));
@@ -284,11 +272,7 @@ TEST(queue, a_client_without_the_queue_is_not_taken_for_one_that_hands_over) {
   client b(queued);
   EXPECT_EQ(b.id()[14], '8') << b.id();
   auto lb = b.get_lock("plain");
-  auto waiter = std::async(std::launch::async, [&] {
-    const bool ok = lb.try_lock(30s);
-    if (ok) lb.unlock();
-    return ok;
-  });
+  auto waiter = try_lock_then_unlock_async(lb, 30s);
   ASSERT_TRUE(
       wait_until([&] { return numsub_of(server, "redisson_lock__channel:{plain}") == 1; }, 5s));
   const auto t0 = steady::now();
