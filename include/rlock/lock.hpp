@@ -40,6 +40,12 @@
 //     asynchronous); this single-server release does not claim otherwise.
 //   - Acquire and unlock are idempotent: a lost reply is resent without taking or releasing a
 //     hold twice. An acquire whose outcome stays unknown is undone in the background.
+//   - Each unlock writes Redisson's unlock latch "redisson_unlock_latch:{<name>}:<request id>"
+//     (its result, for a resent attempt to read), with a TTL of (timeout + retry_delay_max) x
+//     retry_attempts. When the unlock was answered on its only attempt, nothing can read the
+//     latch again, and the next acquire or unlock script of that lock from this client deletes
+//     it (Redisson sends a DEL instead; rlock adds no request). A latch whose unlock was resent
+//     keeps its TTL: the earlier attempt may still reach the server.
 //   - An acquire returns only with a lease ahead of it: a reply that arrives after less than a
 //     tenth of its lease (at most 1 s) is left, counted from the request's send time (a stalled
 //     network, a paused client), is not trusted. That acquire is undone and tried again within

@@ -272,6 +272,7 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
     }
     act = a->fsm.on_result(res.ec, res.written, clock::now(), delay);
   }
+  res.earlier_attempt_may_have_run = a->written_once;
   // A server-side BUSY or LOADING reply proves the command did not run.
   if (res.written && res.ec && res.ec != errc::server_busy) a->written_once = true;
   if (act.what != retry_fsm::action::kind::retry_after) {

@@ -19,6 +19,10 @@ struct exec_result {
   /// When the attempt that produced this result was handed to the connection (retries
   /// included: the last one). Set by core; a lease granted by this reply started after it.
   std::chrono::steady_clock::time_point sent_at{};
+  /// True when an attempt before the one that produced this result may have reached the server
+  /// (it was written, then timed out or lost its connection): that attempt may still run, or
+  /// have run. False when this result's attempt is the only one that can have run. Set by core.
+  bool earlier_attempt_may_have_run = false;
   reply value;
   std::string detail;  ///< server error text or transport error text
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <initializer_list>
 #include <random>
 #include <span>
 #include <string_view>
@@ -22,6 +23,14 @@ constexpr std::chrono::seconds subscription_linger{10};
 // a tenth of the lease, at most one second.
 clock::duration stale_margin(std::chrono::milliseconds lease) {
   return std::min<clock::duration>(lease / 10, std::chrono::seconds(1));
+}
+
+// A script's keys followed by the spent unlock latches it deletes (spent_latches.hpp).
+std::vector<std::string_view> with_spent(std::initializer_list<std::string_view> keys,
+                                         const std::vector<std::string>& spent) {
+  std::vector<std::string_view> out(keys);
+  out.insert(out.end(), spent.begin(), spent.end());
+  return out;
 }
 
 }  // namespace
@@ -305,18 +314,19 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
       return f.on_reply(clock::now(), r);
     });
   };
+  const std::vector<std::string> spent = spent_latches_.take(o->req.raw_name);
   if (core_->cfg().lock_queue) {
     const queue_names qn(o->req.raw_name);
     const std::string liveness =
         o->req.single_attempt ? "0" : std::to_string(core_->cfg().lock_queue_liveness.count());
     if (!o->req.single_attempt) o->enqueued = true;
-    const std::string_view keys[] = {o->req.raw_name, qn.queue, qn.live, qn.handoff};
+    const auto keys = with_spent({o->req.raw_name, qn.queue, qn.live, qn.handoff}, spent);
     const std::string_view args[] = {lease, o->owner, prior, liveness, "publish"};
     lk.unlock();
     core_->eval(lock_acquire_queued_script(), keys, args, opts, std::move(on_reply));
     return;
   }
-  const std::string_view keys[] = {o->req.raw_name};
+  const auto keys = with_spent({o->req.raw_name}, spent);
   const std::string_view args[] = {lease, o->owner, prior};
   lk.unlock();
   core_->eval(lock_acquire_script(), keys, args, opts, std::move(on_reply));
@@ -667,7 +677,9 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
     std::lock_guard lk(mu_);
     ++undo_in_flight_[key];
   }
-  auto landed = [self = shared_from_this(), key](exec_result) {
+  auto landed = [self = shared_from_this(), key, raw_name = o->req.raw_name,
+                 latch](exec_result res) {
+    self->latch_answered(raw_name, latch, res);
     std::vector<std::shared_ptr<op>> ready;
     {
       std::lock_guard lk(self->mu_);
@@ -686,17 +698,24 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
       self->start(r);
     }
   };
+  const std::vector<std::string> spent = spent_latches_.take(o->req.raw_name);
   if (cfg.lock_queue) {
     const queue_names qn(o->req.raw_name);
-    const std::string_view keys[] = {o->req.raw_name, o->channel, latch,
-                                     qn.queue,        qn.live,    qn.handoff};
+    const auto keys =
+        with_spent({o->req.raw_name, o->channel, latch, qn.queue, qn.live, qn.handoff}, spent);
     const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
     core_->eval(lock_unlock_queued_script(), keys, args, opts, std::move(landed));
     return;
   }
-  const std::string_view keys[] = {o->req.raw_name, o->channel, latch};
+  const auto keys = with_spent({o->req.raw_name, o->channel, latch}, spent);
   const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
   core_->eval(lock_unlock_script(), keys, args, opts, std::move(landed));
+}
+
+void lock_service::latch_answered(const std::string& raw_name, const std::string& latch,
+                                  const exec_result& res) {
+  // Answered, and no earlier attempt can still run: nothing will read this latch again.
+  if (!res.ec && !res.earlier_attempt_may_have_run) spent_latches_.put(raw_name, latch);
 }
 
 void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
@@ -811,17 +830,18 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
   opts.idempotent = true;  // the latch returns the first result to a resent unlock
   const bool queued = cfg.lock_queue;
   const queue_names qn = queued ? queue_names(raw_name) : queue_names();
-  const std::string_view keys_plain[] = {raw_name, channel, latch};
+  const std::vector<std::string> spent = spent_latches_.take(raw_name);
+  const auto keys =
+      queued ? with_spent({raw_name, channel, latch, qn.queue, qn.live, qn.handoff}, spent)
+             : with_spent({raw_name, channel, latch}, spent);
   const std::string_view args_plain[] = {"0", lease_s, owner, "publish", latch_ttl};
-  const std::string_view keys_queued[] = {raw_name, channel, latch, qn.queue, qn.live, qn.handoff};
   const std::string_view args_queued[] = {"0", lease_s, owner, "publish", latch_ttl, ""};
-  const std::span<const std::string_view> keys =
-      queued ? std::span<const std::string_view>(keys_queued) : keys_plain;
   const std::span<const std::string_view> args =
       queued ? std::span<const std::string_view>(args_queued) : args_plain;
   core_->eval(queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
-              [self = shared_from_this(), raw_name, owner_id, renewal_cancelled,
+              [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, latch,
                done = std::move(done)](exec_result res) {
+                self->latch_answered(raw_name, latch, res);
                 const unlock_outcome outcome = decode_unlock(res);
                 std::error_code ec = outcome.ec;
                 const bool not_owner = !ec && outcome.result == unlock_result::not_owner;

@@ -16,9 +16,11 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "detail/acquire_fsm.hpp"
 #include "detail/core.hpp"
+#include "detail/spent_latches.hpp"
 #include "detail/watchdog.hpp"
 
 namespace rlock::detail {
@@ -96,6 +98,10 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// Undoes an acquire that may have been applied, and (queued mode) leaves the wait queue.
   void release_or_leave(const std::shared_ptr<op>& o);
   void maybe_linger_locked(const std::string& raw_name, entry& e);
+  /// After an unlock script's result: its latch goes to spent_latches_ when that unlock was
+  /// answered on its only attempt.
+  void latch_answered(const std::string& raw_name, const std::string& latch,
+                      const exec_result& res);
   /// Registers a hold with the watchdog (its loss callback reaches on_lost).
   std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,
                               const std::string& owner, std::chrono::milliseconds lease,
@@ -109,6 +115,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
 
   std::shared_ptr<core> core_;
   std::shared_ptr<watchdog> watchdog_;
+  // Latches of answered unlocks, deleted by the next acquire or unlock script of their lock.
+  spent_latches spent_latches_;
   std::mutex mu_;
   std::map<std::string, entry> entries_;
   // Undo/leave scripts in flight per (name, owner), and acquires of that owner waiting for

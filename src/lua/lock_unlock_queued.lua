@@ -6,6 +6,8 @@
 -- KEYS[4]  the wait queue "rlock_queue:{<name>}"
 -- KEYS[5]  the waiters' liveness "rlock_queue_live:{<name>}"
 -- KEYS[6]  the hand-off channels' prefix "rlock_handoff:{<name>}"
+-- KEYS[7..] optional: earlier unlock latches of this lock that no attempt can read any more
+--          (their unlocks were answered on their only attempt), deleted here
 -- ARGV[1]  the unlock message, "0"
 -- ARGV[2]  lease in ms applied when holds remain
 -- ARGV[3]  owner field
@@ -20,42 +22,51 @@
 -- told on its process's channel "<KEYS[6]>:<client uuid>" with "<owner> <server ms> 1", the 1
 -- saying that a "0" on the Redisson channel follows), or is deleted. "0" is published on the
 -- Redisson channel either way, after the hand-off message, so Java waiters behave as before.
-local done = redis.call('get', KEYS[3])
-if done ~= false then
-  return tonumber(done)
-end
---!include queue_prelude.lua
+local function run()
+  local done = redis.call('get', KEYS[3])
+  if done ~= false then
+    return tonumber(done)
+  end
+  --!include queue_prelude.lua
 
--- Without a queue (the uncontended case) none of the queue's bookkeeping runs.
-local queued = redis.call('exists', KEYS[4]) == 1
-if queued then
-  leave(KEYS[4], KEYS[5], ARGV[3])
-  queued = tidy(KEYS[4], KEYS[5])
+  -- Without a queue (the uncontended case) none of the queue's bookkeeping runs.
+  local queued = redis.call('exists', KEYS[4]) == 1
+  if queued then
+    leave(KEYS[4], KEYS[5], ARGV[3])
+    queued = tidy(KEYS[4], KEYS[5])
+  end
+  local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
+  if count == nil then
+    return nil
+  end
+  if ARGV[6] ~= '' and count ~= tonumber(ARGV[6]) then
+    return nil
+  end
+  if count > 1 then
+    redis.call('hincrby', KEYS[1], ARGV[3], -1)
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+    return 0
+  end
+  -- The final release deletes first: a server at maxmemory refuses a script whose first write
+  -- may grow memory (HINCRBY, HSET, SET), but not DEL, and the writes after it are then allowed.
+  redis.call('del', KEYS[1])
+  local head, lease
+  if queued then
+    head, lease = live_head(KEYS[4], KEYS[5])
+  end
+  if head then
+    hand_over(KEYS[1], KEYS[4], KEYS[5], head, lease, ARGV[4], KEYS[6], '1')
+    tidy(KEYS[4], KEYS[5])
+  end
+  redis.call(ARGV[4], KEYS[2], ARGV[1])
+  redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+  return 1
 end
-local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
-if count == nil then
-  return nil
+local result = run()
+-- Spent latches go last: after a write (even a DEL) a script's later writes are let past the
+-- server's maxmemory check, so a DEL first would let an acquire grow a full server's memory.
+if #KEYS > 6 then
+  redis.call('del', unpack(KEYS, 7))
 end
-if ARGV[6] ~= '' and count ~= tonumber(ARGV[6]) then
-  return nil
-end
-if count > 1 then
-  redis.call('hincrby', KEYS[1], ARGV[3], -1)
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  redis.call('set', KEYS[3], 0, 'px', ARGV[5])
-  return 0
-end
--- The final release deletes first: a server at maxmemory refuses a script whose first write
--- may grow memory (HINCRBY, HSET, SET), but not DEL, and the writes after it are then allowed.
-redis.call('del', KEYS[1])
-local head, lease
-if queued then
-  head, lease = live_head(KEYS[4], KEYS[5])
-end
-if head then
-  hand_over(KEYS[1], KEYS[4], KEYS[5], head, lease, ARGV[4], KEYS[6], '1')
-  tidy(KEYS[4], KEYS[5])
-end
-redis.call(ARGV[4], KEYS[2], ARGV[1])
-redis.call('set', KEYS[3], 1, 'px', ARGV[5])
-return 1
+return result

@@ -11,6 +11,7 @@
 #include <rlock/client.hpp>
 #include <thread>
 
+#include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
 #include "support/wait.hpp"
 
@@ -19,16 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
-
-config fast_config(const test::redis_server& server) {
-  config cfg;
-  cfg.address = server.url();
-  cfg.retry_delay_base = 50ms;
-  cfg.retry_delay_max = 100ms;
-  cfg.reconnect_delay_min = 10ms;
-  cfg.reconnect_delay_max = 100ms;
-  return cfg;
-}
 
 // Connections the server has for clients named `name` (external state: CLIENT LIST).
 long long clients_named(const test::redis_server& server, const std::string& name) {
@@ -41,13 +32,13 @@ long long clients_named(const test::redis_server& server, const std::string& nam
 
 TEST(fault_acquire_undo, a_stale_undo_does_not_release_a_later_acquire_of_the_same_owner) {
   test::redis_server server;
-  client holder(fast_config(server));
+  client holder(test::fast_config(server.url()));
   rlock::lock theirs = holder.get_lock("undo");
   theirs.lock();
 
   // The waiter: Redisson's default retry delays, so a request whose attempt failed is retried
   // 1-2 s later.
-  config cfg = fast_config(server);
+  config cfg = test::fast_config(server.url());
   cfg.retry_delay_base = 1000ms;
   cfg.retry_delay_max = 2000ms;
   cfg.client_name = "waiter";

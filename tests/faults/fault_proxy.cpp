@@ -87,6 +87,8 @@ std::string_view to_string(proxy_mode m) {
       return "delay";
     case proxy_mode::drop_replies:
       return "drop_replies";
+    case proxy_mode::drop_one_reply:
+      return "drop_one_reply";
     case proxy_mode::hang:
       return "hang";
     case proxy_mode::reset:
@@ -183,7 +185,12 @@ void fault_proxy::state::read_side(link& l, bool from_client, clock_type::time_p
     close_link(l, false);
     return;
   }
-  if (!from_client && mode == proxy_mode::drop_replies) {
+  if (!from_client && (mode == proxy_mode::drop_replies || mode == proxy_mode::drop_one_reply)) {
+    if (mode == proxy_mode::drop_one_reply) {
+      mode = proxy_mode::pass;
+      std::lock_guard lk(mu);
+      if (applied_gen == requested_gen) requested = proxy_mode::pass;  // what mode() reports
+    }
     count(&proxy_stats::replies_dropped);
     close_link(l, false);
     return;

@@ -8,6 +8,8 @@
 //                 changes back to pass.
 //   drop_replies  relay client->server, but when the server answers, swallow the reply and close
 //                 both sides: the command was applied, the client never learns it.
+//   drop_one_reply  as drop_replies for the next reply only, then pass again by itself (before
+//                 any later byte is relayed): a retry after that lost reply gets through.
 //   hang          relay nothing, close nothing, accept nothing new (the kernel still completes
 //                 handshakes into the listen backlog): a stalled network. Back in pass or delay,
 //                 whatever was held is relayed late.
@@ -31,7 +33,7 @@
 
 namespace rlock::faults {
 
-enum class proxy_mode { pass, delay, drop_replies, hang, reset };
+enum class proxy_mode { pass, delay, drop_replies, drop_one_reply, hang, reset };
 
 std::string_view to_string(proxy_mode m);
 

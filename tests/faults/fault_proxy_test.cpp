@@ -64,6 +64,21 @@ TEST(fault_proxy, drop_replies_applies_the_command_and_loses_its_reply) {
   EXPECT_EQ(c.command({"GET", "applied"}).text(), "yes");
 }
 
+TEST(fault_proxy, drop_one_reply_loses_one_reply_then_passes) {
+  test::redis_server server;
+  fault_proxy proxy(server.port());
+  proxy.set_mode(proxy_mode::drop_one_reply);
+  {
+    test::raw_client c("127.0.0.1", proxy.port(), 2s);
+    EXPECT_THROW(c.command({"INCR", "n"}), std::runtime_error);
+  }
+  EXPECT_EQ(server.cli({"GET", "n"}), "1") << "applied";
+  EXPECT_EQ(proxy.mode(), proxy_mode::pass);
+  test::raw_client again("127.0.0.1", proxy.port(), 2s);
+  EXPECT_EQ(again.command({"INCR", "n"}).integer, 2);
+  EXPECT_EQ(proxy.stats().replies_dropped, 1u);
+}
+
 TEST(fault_proxy, hang_relays_nothing_and_closes_nothing_until_healed) {
   test::redis_server server;
   fault_proxy proxy(server.port());

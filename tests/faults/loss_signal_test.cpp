@@ -16,6 +16,7 @@
 #include <rlock/client.hpp>
 #include <thread>
 
+#include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
 
 namespace rlock::faults {
@@ -24,19 +25,9 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-config config_for(const test::redis_server& server) {
-  config cfg;
-  cfg.address = server.url();
-  cfg.retry_delay_base = 50ms;
-  cfg.retry_delay_max = 100ms;
-  cfg.reconnect_delay_min = 10ms;
-  cfg.reconnect_delay_max = 100ms;
-  return cfg;
-}
-
 TEST(fault_loss_signal, token_is_stopped_when_the_lease_ran_out_before_the_unlock) {
   test::redis_server server;
-  client c(config_for(server));  // one I/O thread (the default)
+  client c(test::fast_config(server.url()));  // one I/O thread (the default)
   rlock::lock l = c.get_lock("starved");
   l.lock(300ms);  // fixed lease: not renewed, its loss is reported when it runs out
   const std::stop_token lost = l.loss_token();
@@ -72,7 +63,7 @@ TEST(fault_loss_signal, a_hold_whose_unlock_failed_is_still_renewed_or_reported_
   test::server_options so;
   so.persistence = true;  // the lock survives the restart, as every acknowledged write does
   test::redis_server server(so);
-  config cfg = config_for(server);
+  config cfg = test::fast_config(server.url());
   cfg.lock_watchdog_timeout = 600ms;  // renewed every 200 ms
   client c(cfg);
   rlock::lock l = c.get_lock("unlock-failed");
@@ -101,7 +92,7 @@ TEST(fault_loss_signal, a_hold_whose_unlock_failed_is_still_renewed_or_reported_
   EXPECT_TRUE(still_held || lost_again.stop_requested())
       << "the lock expired while held with the watchdog lease, and nobody was told";
   // What that means for exclusion: another client takes the lock this thread holds.
-  client other(config_for(server));
+  client other(test::fast_config(server.url()));
   rlock::lock theirs = other.get_lock("unlock-failed");
   const bool taken = theirs.try_lock();
   EXPECT_TRUE(!taken || lost_again.stop_requested())

@@ -12,6 +12,7 @@
 #include <rlock/client.hpp>
 
 #include "faults/fault_proxy.hpp"
+#include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
 #include "support/wait.hpp"
 
@@ -24,11 +25,7 @@ using steady = std::chrono::steady_clock;
 TEST(fault_stale_acquire, a_reply_later_than_the_lease_is_not_returned_as_held) {
   test::redis_server server;
   fault_proxy proxy(server.port());
-  config cfg;
-  cfg.address = proxy.url();
-  cfg.retry_delay_base = 50ms;
-  cfg.retry_delay_max = 100ms;
-  client c(cfg);
+  client c(test::fast_config(proxy.url()));
   rlock::lock l = c.get_lock("stale");
   ASSERT_EQ(c.execute({"PING"}).str(), "PONG");  // connected through the proxy
 

@@ -6,6 +6,7 @@
 
 #include "rlock/client.hpp"
 #include "rlock/lock.hpp"
+#include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
 
 namespace rlock::test {
@@ -15,13 +16,7 @@ using steady = std::chrono::steady_clock;
 
 /// A config pointing at `server`, with short retry delays so failure tests stay quick.
 inline config config_for(const redis_server& server) {
-  config c;
-  c.address = server.url();
-  c.retry_delay_base = 50ms;
-  c.retry_delay_max = 100ms;
-  c.reconnect_delay_min = 10ms;
-  c.reconnect_delay_max = 100ms;
-  return c;
+  return fast_config(server.url());
 }
 
 /// A waiter on its own thread: try_lock(wait) on `l`, unlocking at once if it got the lock. The

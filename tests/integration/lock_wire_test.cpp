@@ -3,7 +3,8 @@
 
 #include <future>
 #include <regex>
-#include <set>
+#include <string>
+#include <vector>
 
 #include "common.hpp"
 #include "support/wait.hpp"
@@ -31,6 +32,20 @@ TEST(lock_wire, hash_field_and_ttl_after_lock) {
   l.unlock();
 }
 
+// The latches of `name`'s unlocks on the server: {key, value, PTTL}.
+struct latch_key {
+  std::string key;
+  std::string value;
+  long long pttl = 0;
+};
+std::vector<latch_key> latches_of(const redis_server& server, const std::string& name) {
+  std::vector<latch_key> out;
+  for (const auto& k :
+       server.cli_reply({"KEYS", "redisson_unlock_latch:{" + name + "}:*"}).elements)
+    out.push_back({k.str, server.cli({"GET", k.str}), server.cli_reply({"PTTL", k.str}).integer});
+  return out;
+}
+
 TEST(lock_wire, final_unlock_publishes_zero_and_sets_the_latch) {
   redis_server server;
   client c(config_for(server));
@@ -41,28 +56,58 @@ TEST(lock_wire, final_unlock_publishes_zero_and_sets_the_latch) {
   l.lock();
   l.lock();
   l.unlock();  // partial: no message
-  l.unlock();  // final: "0"
+  // Latch keys: one per unlock call, "0" for a partial unlock and "1" for the final one, with a
+  // PX TTL of about (timeout + retry delay) x attempts.
+  auto latches = latches_of(server, "pub");
+  ASSERT_EQ(latches.size(), 1u);
+  EXPECT_TRUE(
+      std::regex_match(latches[0].key, std::regex(R"(redisson_unlock_latch:\{pub\}:[0-9a-f]{32})")))
+      << latches[0].key;
+  EXPECT_EQ(latches[0].value, "0");
+  EXPECT_GT(latches[0].pttl, 10000);
+  EXPECT_LE(latches[0].pttl, (3000 + 100) * 4);  // config_for: timeout 3000, retry delay max 100
+  l.unlock();                                    // final: "0"
   auto msg = sub.read(2s);
   ASSERT_TRUE(msg.has_value());
   ASSERT_EQ(msg->elements.size(), 3u);
   EXPECT_EQ(msg->elements[0].str, "message");
   EXPECT_EQ(msg->elements[2].str, "0");
   EXPECT_FALSE(sub.read(100ms).has_value()) << "exactly one message";
-  // Latch keys: one per unlock call, values "0" then "1", with a PX TTL of about
-  // (timeout + retry delay) x attempts.
-  auto keys = server.cli_reply({"KEYS", "redisson_unlock_latch:{pub}:*"});
-  ASSERT_EQ(keys.elements.size(), 2u);
-  std::set<std::string> values;
-  for (const auto& k : keys.elements) {
-    EXPECT_TRUE(
-        std::regex_match(k.str, std::regex(R"(redisson_unlock_latch:\{pub\}:[0-9a-f]{32})")))
-        << k.str;
-    values.insert(server.cli({"GET", k.str}));
-    const auto ttl = server.cli_reply({"PTTL", k.str}).integer;
-    EXPECT_GT(ttl, 10000);
-    EXPECT_LE(ttl, (3000 + 100) * 4);  // config_for: timeout 3000, retry delay max 100 ms
+  // The partial unlock was answered on its only attempt, so the final unlock's script deleted
+  // its latch (as Redisson's DEL after the reply would); the final one's stays until the lock's
+  // next script.
+  latches = latches_of(server, "pub");
+  ASSERT_EQ(latches.size(), 1u);
+  EXPECT_EQ(latches[0].value, "1");
+  EXPECT_GT(latches[0].pttl, 10000);
+}
+
+TEST(lock_wire, an_answered_unlocks_latch_goes_with_the_locks_next_script) {
+  for (const bool queue : {true, false}) {
+    SCOPED_TRACE(queue ? "queued" : "plain");
+    redis_server server;
+    config cfg = config_for(server);
+    cfg.lock_queue = queue;
+    client c(cfg);
+    auto l = c.get_lock("spent");
+    for (int i = 0; i < 3; ++i) {
+      l.lock();
+      EXPECT_EQ(latches_of(server, "spent").size(), 0u) << "deleted by the acquire";
+      l.unlock();
+      EXPECT_EQ(latches_of(server, "spent").size(), 1u) << "kept until the next script";
+    }
+    // Another lock's script does not touch it (nor could it in a cluster: another slot).
+    auto other = c.get_lock("other");
+    other.lock();
+    other.unlock();
+    EXPECT_EQ(latches_of(server, "spent").size(), 1u);
+    // The same lock from another thread of the process: its acquire takes the latch along.
+    std::async(std::launch::async, [&] {
+      l.lock();
+      l.unlock();
+    }).get();
+    EXPECT_EQ(latches_of(server, "spent").size(), 1u);
   }
-  EXPECT_EQ(values, (std::set<std::string>{"0", "1"}));
 }
 
 TEST(lock_wire, names_with_hash_tags_keep_their_own_tag) {

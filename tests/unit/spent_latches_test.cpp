@@ -1,0 +1,56 @@
+// spent_latches: the bounded table of answered unlocks' latches (no server).
+#include "detail/spent_latches.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace rlock::detail {
+namespace {
+
+using latches = std::vector<std::string>;
+
+TEST(spent_latches, take_returns_a_locks_latches_once) {
+  spent_latches s;
+  EXPECT_EQ(s.take("a"), latches{});
+  s.put("a", "l1");
+  s.put("b", "l2");
+  s.put("a", "l3");
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.take("a"), (latches{"l1", "l3"}));
+  EXPECT_EQ(s.take("a"), latches{});
+  EXPECT_EQ(s.take("b"), latches{"l2"});
+  EXPECT_EQ(s.size(), 0u);
+}
+
+TEST(spent_latches, a_lock_keeps_at_most_max_per_lock) {
+  spent_latches s(8, 2);
+  s.put("a", "l1");
+  s.put("a", "l2");
+  s.put("a", "l3");  // not kept: it expires by its TTL
+  EXPECT_EQ(s.take("a"), (latches{"l1", "l2"}));
+}
+
+TEST(spent_latches, a_full_table_drops_another_locks_latches_for_a_new_lock) {
+  spent_latches s(2, 4);
+  s.put("a", "la");
+  s.put("b", "lb");
+  s.put("a", "la2");  // a lock already in the table is not a new entry
+  EXPECT_EQ(s.size(), 2u);
+  s.put("c", "lc");
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.take("c"), latches{"lc"});
+  const latches a = s.take("a");
+  const latches b = s.take("b");
+  EXPECT_NE(a.empty(), b.empty()) << "exactly one of a and b was dropped, whole";
+  if (!a.empty()) {
+    EXPECT_EQ(a, (latches{"la", "la2"}));
+  } else {
+    EXPECT_EQ(b, latches{"lb"});
+  }
+  EXPECT_EQ(s.size(), 0u);
+}
+
+}  // namespace
+}  // namespace rlock::detail
