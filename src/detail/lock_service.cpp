@@ -662,14 +662,6 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
   // The acquire may have been applied (reply lost, handed over, or it came after a stop
   // request): undo it only if the owner's count shows exactly that acquire, then let waiters
   // know. In queued mode the same script removes the waiter from the queue.
-  const std::string latch = unlock_latch(o->req.raw_name, random_request_id());
-  const std::string lease = std::to_string(o->lease.count());
-  const std::string expected = std::to_string(o->prior_count + 1);
-  const auto& cfg = core_->cfg();
-  const std::string latch_ttl =
-      std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
-  exec_options opts;
-  opts.idempotent = true;
   // Until this clean-up has landed, the same owner's next acquire waits: its count check could
   // otherwise match (and release) that later acquire.
   const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
@@ -677,9 +669,7 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
     std::lock_guard lk(mu_);
     ++undo_in_flight_[key];
   }
-  auto landed = [self = shared_from_this(), key, raw_name = o->req.raw_name,
-                 latch](exec_result res) {
-    self->latch_answered(raw_name, latch, res);
+  auto landed = [self = shared_from_this(), key](exec_result) {
     std::vector<std::shared_ptr<op>> ready;
     {
       std::lock_guard lk(self->mu_);
@@ -698,24 +688,37 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
       self->start(r);
     }
   };
-  const std::vector<std::string> spent = spent_latches_.take(o->req.raw_name);
-  if (cfg.lock_queue) {
-    const queue_names qn(o->req.raw_name);
-    const auto keys =
-        with_spent({o->req.raw_name, o->channel, latch, qn.queue, qn.live, qn.handoff}, spent);
-    const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
-    core_->eval(lock_unlock_queued_script(), keys, args, opts, std::move(landed));
-    return;
-  }
-  const auto keys = with_spent({o->req.raw_name, o->channel, latch}, spent);
-  const std::string_view args[] = {"0", lease, o->owner, "publish", latch_ttl, expected};
-  core_->eval(lock_unlock_script(), keys, args, opts, std::move(landed));
+  send_unlock(o->req.raw_name, o->channel, o->owner, o->lease, std::to_string(o->prior_count + 1),
+              std::move(landed));
 }
 
-void lock_service::latch_answered(const std::string& raw_name, const std::string& latch,
-                                  const exec_result& res) {
-  // Answered, and no earlier attempt can still run: nothing will read this latch again.
-  if (!res.ec && !res.earlier_attempt_may_have_run) spent_latches_.put(raw_name, latch);
+void lock_service::send_unlock(const std::string& raw_name, const std::string& channel,
+                               const std::string& owner, std::chrono::milliseconds lease,
+                               const std::string& expected, exec_callback done) {
+  const std::string latch = unlock_latch(raw_name, random_request_id());
+  const std::string lease_s = std::to_string(lease.count());
+  const auto& cfg = core_->cfg();
+  const std::string latch_ttl =
+      std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
+  exec_options opts;
+  opts.idempotent = true;  // the latch returns the first result to a resent unlock
+  const bool queued = cfg.lock_queue;
+  const queue_names qn = queued ? queue_names(raw_name) : queue_names();
+  const std::vector<std::string> spent = spent_latches_.take(raw_name);
+  const auto keys =
+      queued ? with_spent({raw_name, channel, latch, qn.queue, qn.live, qn.handoff}, spent)
+             : with_spent({raw_name, channel, latch}, spent);
+  // ARGV[6] is optional in the plain script and "" (none) in the queued one.
+  const std::string_view all_args[] = {"0", lease_s, owner, "publish", latch_ttl, expected};
+  const std::span<const std::string_view> args =
+      std::span(all_args).first(queued || !expected.empty() ? 6 : 5);
+  core_->eval(
+      queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
+      [self = shared_from_this(), raw_name, latch, done = std::move(done)](exec_result res) {
+        // Answered, and no earlier attempt can still run: nothing will read the latch again.
+        if (!res.ec && !res.earlier_attempt_may_have_run) self->spent_latches_.put(raw_name, latch);
+        done(std::move(res));
+      });
 }
 
 void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
@@ -819,29 +822,9 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
       }
     }
   }
-  const std::string latch = unlock_latch(raw_name, random_request_id());
-  const std::string lease_s = std::to_string(lease.count());
-  const std::string owner = owner_field(owner_id);
-  const std::string channel = lock_channel(raw_name);
-  const auto& cfg = core_->cfg();
-  const std::string latch_ttl =
-      std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
-  exec_options opts;
-  opts.idempotent = true;  // the latch returns the first result to a resent unlock
-  const bool queued = cfg.lock_queue;
-  const queue_names qn = queued ? queue_names(raw_name) : queue_names();
-  const std::vector<std::string> spent = spent_latches_.take(raw_name);
-  const auto keys =
-      queued ? with_spent({raw_name, channel, latch, qn.queue, qn.live, qn.handoff}, spent)
-             : with_spent({raw_name, channel, latch}, spent);
-  const std::string_view args_plain[] = {"0", lease_s, owner, "publish", latch_ttl};
-  const std::string_view args_queued[] = {"0", lease_s, owner, "publish", latch_ttl, ""};
-  const std::span<const std::string_view> args =
-      queued ? std::span<const std::string_view>(args_queued) : args_plain;
-  core_->eval(queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
-              [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, latch,
+  send_unlock(raw_name, lock_channel(raw_name), owner_field(owner_id), lease, "",
+              [self = shared_from_this(), raw_name, owner_id, renewal_cancelled,
                done = std::move(done)](exec_result res) {
-                self->latch_answered(raw_name, latch, res);
                 const unlock_outcome outcome = decode_unlock(res);
                 std::error_code ec = outcome.ec;
                 const bool not_owner = !ec && outcome.result == unlock_result::not_owner;

@@ -98,10 +98,13 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// Undoes an acquire that may have been applied, and (queued mode) leaves the wait queue.
   void release_or_leave(const std::shared_ptr<op>& o);
   void maybe_linger_locked(const std::string& raw_name, entry& e);
-  /// After an unlock script's result: its latch goes to spent_latches_ when that unlock was
-  /// answered on its only attempt.
-  void latch_answered(const std::string& raw_name, const std::string& latch,
-                      const exec_result& res);
+  /// Sends the unlock script (plain or queued, per config) releasing one hold of `owner` with a
+  /// fresh unlock latch, and deletes the lock's spent latches. `expected`: the owner's expected
+  /// hold count, or "" for any. Before `done` runs, the latch goes to spent_latches_ if this
+  /// unlock was answered on its only attempt.
+  void send_unlock(const std::string& raw_name, const std::string& channel,
+                   const std::string& owner, std::chrono::milliseconds lease,
+                   const std::string& expected, exec_callback done);
   /// Registers a hold with the watchdog (its loss callback reaches on_lost).
   std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,
                               const std::string& owner, std::chrono::milliseconds lease,
