@@ -43,8 +43,9 @@
 //   - Each unlock writes Redisson's unlock latch "redisson_unlock_latch:{<name>}:<request id>"
 //     (its result, for a resent attempt to read), with a TTL of (timeout + retry_delay_max) x
 //     retry_attempts. When the unlock was answered on its only attempt, nothing can read the
-//     latch again, and the next acquire or unlock script of that lock from this client deletes
-//     it (Redisson sends a DEL instead; rlock adds no request). A latch whose unlock was resent
+//     latch again, and the next unlock script of that lock from this client deletes it, in
+//     the same DEL as the lock on a final release (Redisson sends a DEL instead; rlock adds no
+//     request). A latch whose unlock was resent
 //     keeps its TTL: the earlier attempt may still reach the server.
 //   - An acquire returns only with a lease ahead of it: a reply that arrives after less than a
 //     tenth of its lease (at most 1 s) is left, counted from the request's send time (a stalled

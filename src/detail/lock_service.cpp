@@ -314,19 +314,18 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
       return f.on_reply(clock::now(), r);
     });
   };
-  const std::vector<std::string> spent = spent_latches_.take(o->req.raw_name);
   if (core_->cfg().lock_queue) {
     const queue_names qn(o->req.raw_name);
     const std::string liveness =
         o->req.single_attempt ? "0" : std::to_string(core_->cfg().lock_queue_liveness.count());
     if (!o->req.single_attempt) o->enqueued = true;
-    const auto keys = with_spent({o->req.raw_name, qn.queue, qn.live, qn.handoff}, spent);
+    const std::string_view keys[] = {o->req.raw_name, qn.queue, qn.live, qn.handoff};
     const std::string_view args[] = {lease, o->owner, prior, liveness, "publish"};
     lk.unlock();
     core_->eval(lock_acquire_queued_script(), keys, args, opts, std::move(on_reply));
     return;
   }
-  const auto keys = with_spent({o->req.raw_name}, spent);
+  const std::string_view keys[] = {o->req.raw_name};
   const std::string_view args[] = {lease, o->owner, prior};
   lk.unlock();
   core_->eval(lock_acquire_script(), keys, args, opts, std::move(on_reply));

@@ -118,7 +118,7 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
 
   std::shared_ptr<core> core_;
   std::shared_ptr<watchdog> watchdog_;
-  // Latches of answered unlocks, deleted by the next acquire or unlock script of their lock.
+  // Latches of answered unlocks, deleted by the next unlock script of their lock.
   spent_latches spent_latches_;
   std::mutex mu_;
   std::map<std::string, entry> entries_;

@@ -1,13 +1,14 @@
-// Unlock latches that no attempt can read any more, waiting to be deleted by the next script this
-// process sends for the same lock.
+// Unlock latches that no attempt can read any more, waiting to be deleted by the next unlock
+// script this process sends for the same lock.
 //
 // Redisson's unlock script sets a latch key per unlock (protocol reference §1.3) so that a resent
 // unlock returns the first attempt's result instead of releasing twice. The latch lives for the
 // whole retry window (about 16-20 s): at 50,000 unlocks/s a million of them would sit in the
 // server, and creating and expiring them is about a quarter of the server's work for a lock and
 // unlock. Once an unlock has been answered on its only attempt, nothing will ever read its latch:
-// Redisson then sends a DEL; rlock passes the latch to the next acquire or unlock script of the
-// same lock (same slot, no extra request), which deletes it. A latch whose unlock was retried
+// Redisson then sends a DEL; rlock passes the latch to the next unlock script of the same lock
+// (same slot, no extra request), which deletes it with the lock's own DEL on a final release.
+// (Acquires carry none: their fast path then runs no more commands than Redisson's.) A latch whose unlock was retried
 // keeps its TTL: the earlier attempt may still be on its way to the server.
 #pragma once
 
@@ -26,7 +27,7 @@ class spent_latches {
   explicit spent_latches(std::size_t max_locks = 1024, std::size_t max_per_lock = 4)
       : max_locks_(max_locks), max_per_lock_(max_per_lock) {}
 
-  /// Records `latch` of lock `raw_name`, to be deleted by the next script for that lock. Call
+  /// Records `latch` of lock `raw_name`, to be deleted by the next unlock script for that lock. Call
   /// only for an unlock answered on its only attempt. Thread-safe.
   void put(const std::string& raw_name, std::string latch) {
     std::lock_guard lk(mu_);

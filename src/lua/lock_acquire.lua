@@ -1,8 +1,6 @@
 -- lock_acquire: take or re-enter a reentrant lock (Redisson RLock, protocol reference §1.2),
 -- idempotently when retried.
 -- KEYS[1]  the lock key: a hash of owner field -> hold count
--- KEYS[2..] optional: unlock latches of this lock that no attempt can read any more (their
---          unlocks were answered on their only attempt), deleted here (Redisson sends a DEL)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field "<client-uuid>:<owner-id>"
 -- ARGV[3]  optional, only on a retry after a lost reply: the owner's hold count before this
@@ -10,25 +8,16 @@
 --          count of ARGV[3] + 1 means the lost attempt was applied, and it is not applied twice.
 -- Returns  nil when acquired: the hold count is incremented and the key's TTL is set to the
 --          lease (also on re-entry); otherwise the key's PTTL in ms (-1: the key has no TTL).
-local function run()
-  if ARGV[3] ~= nil then
-    local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
-    if held == tonumber(ARGV[3]) + 1 then
-      redis.call('pexpire', KEYS[1], ARGV[1])
-      return nil
-    end
-  end
-  if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+if ARGV[3] ~= nil then
+  local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
+  if held == tonumber(ARGV[3]) + 1 then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
   end
-  return redis.call('pttl', KEYS[1])
 end
-local result = run()
--- Spent latches go last: after a write (even a DEL) a script's later writes are let past the
--- server's maxmemory check, so a DEL first would let an acquire grow a full server's memory.
-if #KEYS > 1 then
-  redis.call('del', unpack(KEYS, 2))
+if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
 end
-return result
+return redis.call('pttl', KEYS[1])

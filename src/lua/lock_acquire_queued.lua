@@ -5,8 +5,6 @@
 --          "<deadline ms>:<lease ms>"; the deadline is on the Redis server's clock (TIME)
 -- KEYS[4]  the hand-off channels' prefix "rlock_handoff:{<name>}": a waiter's process listens on
 --          "<prefix>:<client uuid>"
--- KEYS[5..] optional: unlock latches of this lock that no attempt can read any more (their
---          unlocks were answered on their only attempt), deleted here (Redisson sends a DEL)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner field "<client-uuid>:<owner-id>"
 -- ARGV[3]  the owner's hold count before this acquire. The owner is blocked in this acquire, so
@@ -22,68 +20,59 @@
 -- whose deadline has passed (crashed) are dropped as they reach the head. When a free lock is
 -- found with another live waiter at the head, that waiter is made the owner and told on its
 -- process's hand-off channel with the payload "<owner> <server ms> 0".
-local function run()
-  -- The uncontended case first: a free lock without a queue is taken before the queue's helpers
-  -- are even defined (two reads and two writes).
-  local queued = redis.call('exists', KEYS[2]) == 1
-  if not queued and redis.call('exists', KEYS[1]) == 0 then
-    redis.call('hset', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
-  end
-  --!include queue_prelude.lua
-  local prior = tonumber(ARGV[3])
-  local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
+-- The uncontended case first: a free lock without a queue is taken before the queue's helpers
+-- are even defined (one read, EXISTS of both keys, and two writes).
+if redis.call('exists', KEYS[1], KEYS[2]) == 0 then
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+local queued = redis.call('exists', KEYS[2]) == 1
+--!include queue_prelude.lua
+local prior = tonumber(ARGV[3])
+local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
 
-  if held == prior + 1 then
-    redis.call('pexpire', KEYS[1], ARGV[1])
+if held == prior + 1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  if queued then
+    leave(KEYS[2], KEYS[3], ARGV[2])
+    tidy(KEYS[2], KEYS[3])
+  end
+  return nil
+end
+if held > 0 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  local head, lease
+  if queued then
+    head, lease = live_head(KEYS[2], KEYS[3])
+  end
+  if head == nil or head == ARGV[2] then
     if queued then
       leave(KEYS[2], KEYS[3], ARGV[2])
       tidy(KEYS[2], KEYS[3])
     end
-    return nil
-  end
-  if held > 0 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
   end
-  if redis.call('exists', KEYS[1]) == 0 then
-    local head, lease
-    if queued then
-      head, lease = live_head(KEYS[2], KEYS[3])
-    end
-    if head == nil or head == ARGV[2] then
-      if queued then
-        leave(KEYS[2], KEYS[3], ARGV[2])
-        tidy(KEYS[2], KEYS[3])
-      end
-      redis.call('hset', KEYS[1], ARGV[2], 1)
-      redis.call('pexpire', KEYS[1], ARGV[1])
-      return nil
-    end
-    hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, ARGV[5], KEYS[4], '0')
-  end
-  if ARGV[4] ~= '0' then
-    if redis.call('zscore', KEYS[2], ARGV[2]) == false then
-      local last = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')
-      local n = 1
-      if last[2] then
-        n = tonumber(last[2]) + 1
-      end
-      redis.call('zadd', KEYS[2], n, ARGV[2])
-    end
-    redis.call('hset', KEYS[3], ARGV[2], (now() + tonumber(ARGV[4])) .. ':' .. ARGV[1])
-    -- Queue keys expire when nobody refreshes them any more (every waiter crashed).
-    redis.call('pexpire', KEYS[2], tonumber(ARGV[4]) * 2)
-    redis.call('pexpire', KEYS[3], tonumber(ARGV[4]) * 2)
-  end
-  return {redis.call('pttl', KEYS[1]), now(), holder_hands_off(KEYS[1])}
+  hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, ARGV[5], KEYS[4], '0')
 end
-local result = run()
--- Spent latches go last: after a write (even a DEL) a script's later writes are let past the
--- server's maxmemory check, so a DEL first would let an acquire grow a full server's memory.
-if #KEYS > 4 then
-  redis.call('del', unpack(KEYS, 5))
+if ARGV[4] ~= '0' then
+  if redis.call('zscore', KEYS[2], ARGV[2]) == false then
+    local last = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')
+    local n = 1
+    if last[2] then
+      n = tonumber(last[2]) + 1
+    end
+    redis.call('zadd', KEYS[2], n, ARGV[2])
+  end
+  redis.call('hset', KEYS[3], ARGV[2], (now() + tonumber(ARGV[4])) .. ':' .. ARGV[1])
+  -- Queue keys expire when nobody refreshes them any more (every waiter crashed).
+  redis.call('pexpire', KEYS[2], tonumber(ARGV[4]) * 2)
+  redis.call('pexpire', KEYS[3], tonumber(ARGV[4]) * 2)
 end
-return result
+return {redis.call('pttl', KEYS[1]), now(), holder_hands_off(KEYS[1])}

@@ -14,6 +14,7 @@
 -- Returns  1: fully released (key deleted, message published); 0: still held (count
 --          decremented, TTL reset); nil: the owner does not hold the lock. A repeated call with
 --          the same latch key returns the first call's result without doing anything.
+local spent_deleted = false
 local function run()
   local done = redis.call('get', KEYS[3])
   if done ~= false then
@@ -34,15 +35,18 @@ local function run()
   end
   -- The final release deletes first: a server at maxmemory refuses a script whose first write
   -- may grow memory (HINCRBY, SET), but not DEL, and the writes after it are then allowed.
-  redis.call('del', KEYS[1])
+  -- The lock and the spent latches go in one DEL.
+  redis.call('del', KEYS[1], unpack(KEYS, 4))
+  spent_deleted = true
   redis.call(ARGV[4], KEYS[2], ARGV[1])
   redis.call('set', KEYS[3], 1, 'px', ARGV[5])
   return 1
 end
 local result = run()
--- Spent latches go last: after a write (even a DEL) a script's later writes are let past the
--- server's maxmemory check, so a DEL first would let an acquire grow a full server's memory.
-if #KEYS > 3 then
+-- Otherwise the spent latches go last: after a write (even a DEL) a script's later writes are let
+-- past the server's maxmemory check, so a DEL first would let a partial release (HINCRBY, SET)
+-- grow a full server's memory.
+if not spent_deleted and #KEYS > 3 then
   redis.call('del', unpack(KEYS, 4))
 end
 return result

@@ -22,6 +22,7 @@
 -- told on its process's channel "<KEYS[6]>:<client uuid>" with "<owner> <server ms> 1", the 1
 -- saying that a "0" on the Redisson channel follows), or is deleted. "0" is published on the
 -- Redisson channel either way, after the hand-off message, so Java waiters behave as before.
+local spent_deleted = false
 local function run()
   local done = redis.call('get', KEYS[3])
   if done ~= false then
@@ -50,7 +51,9 @@ local function run()
   end
   -- The final release deletes first: a server at maxmemory refuses a script whose first write
   -- may grow memory (HINCRBY, HSET, SET), but not DEL, and the writes after it are then allowed.
-  redis.call('del', KEYS[1])
+  -- The lock and the spent latches go in one DEL.
+  redis.call('del', KEYS[1], unpack(KEYS, 7))
+  spent_deleted = true
   local head, lease
   if queued then
     head, lease = live_head(KEYS[4], KEYS[5])
@@ -64,9 +67,10 @@ local function run()
   return 1
 end
 local result = run()
--- Spent latches go last: after a write (even a DEL) a script's later writes are let past the
--- server's maxmemory check, so a DEL first would let an acquire grow a full server's memory.
-if #KEYS > 6 then
+-- Otherwise the spent latches go last: after a write (even a DEL) a script's later writes are let
+-- past the server's maxmemory check, so a DEL first would let a partial release (HINCRBY, SET)
+-- grow a full server's memory.
+if not spent_deleted and #KEYS > 6 then
   redis.call('del', unpack(KEYS, 7))
 end
 return result

@@ -6,7 +6,10 @@
 // not have run on the server)". A caller decides from the code whether it still holds the lock.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <rlock/client.hpp>
+#include <string>
+#include <vector>
 
 #include "faults/fault_proxy.hpp"
 #include "support/fast_config.hpp"
@@ -51,30 +54,41 @@ TEST(fault_unlock_outcome, an_unlock_applied_without_a_reply_is_not_reported_as_
 }
 
 // The unlock latch (protocol reference §1.3) is what makes a resent unlock safe, so rlock deletes
-// a latch early (in the lock's next script) only when its unlock was answered on its only
+// a latch early (in the lock's next unlock script) only when its unlock was answered on its only
 // attempt. Here the first attempt runs and its reply is lost; the resent attempt is answered from
-// the latch; that latch must then outlive the next acquire and keep its TTL.
+// the latch; that latch must then outlive the next unlock and keep its TTL.
 TEST(fault_unlock_outcome, a_resent_unlock_is_answered_by_its_latch_which_keeps_its_ttl) {
   test::redis_server server;
   fault_proxy proxy(server.port());
   client c(proxied_config(proxy));
   rlock::lock l = c.get_lock("resent");
+  const auto latches = [&server] {
+    std::vector<std::string> keys;
+    for (const auto& k : server.cli_reply({"KEYS", "redisson_unlock_latch:{resent}:*"}).elements)
+      keys.push_back(k.str);
+    return keys;
+  };
   l.lock();
-  l.unlock();  // answered on its only attempt: its latch goes with the next script of the lock
+  l.unlock();  // answered on its only attempt: its latch goes with the lock's next unlock
   l.lock();
-  EXPECT_EQ(server.cli_reply({"KEYS", "redisson_unlock_latch:{resent}:*"}).elements.size(), 0u);
+  const auto first = latches();
+  ASSERT_EQ(first.size(), 1u);
 
   proxy.set_mode(proxy_mode::drop_one_reply);
   l.unlock();  // runs, the reply is lost, the resent attempt reads the latch: released
   EXPECT_EQ(proxy.stats().replies_dropped, 1u);
   EXPECT_EQ(server.cli({"EXISTS", "resent"}), "0");
+  const auto resent = latches();
+  ASSERT_EQ(resent.size(), 1u) << "the first attempt ran: it deleted the spent latch";
+  EXPECT_NE(resent[0], first[0]);
 
-  l.lock();  // the next script of the lock: it must not delete the resent unlock's latch
-  const auto latches = server.cli_reply({"KEYS", "redisson_unlock_latch:{resent}:*"});
-  ASSERT_EQ(latches.elements.size(), 1u);
-  EXPECT_GT(server.cli_reply({"PTTL", latches.elements[0].str}).integer, 0);
-  EXPECT_EQ(server.cli({"GET", latches.elements[0].str}), "1");
-  l.unlock();
+  l.lock();
+  l.unlock();  // the next unlock script of the lock: it must not delete the resent one's latch
+  const auto after = latches();
+  ASSERT_EQ(after.size(), 2u);
+  ASSERT_TRUE(std::find(after.begin(), after.end(), resent[0]) != after.end());
+  EXPECT_GT(server.cli_reply({"PTTL", resent[0]}).integer, 0);
+  EXPECT_EQ(server.cli({"GET", resent[0]}), "1");
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ TEST(lock_wire, final_unlock_publishes_zero_and_sets_the_latch) {
   EXPECT_GT(latches[0].pttl, 10000);
 }
 
-TEST(lock_wire, an_answered_unlocks_latch_goes_with_the_locks_next_script) {
+TEST(lock_wire, an_answered_unlocks_latch_goes_with_the_locks_next_unlock_script) {
   for (const bool queue : {true, false}) {
     SCOPED_TRACE(queue ? "queued" : "plain");
     redis_server server;
@@ -90,23 +90,44 @@ TEST(lock_wire, an_answered_unlocks_latch_goes_with_the_locks_next_script) {
     cfg.lock_queue = queue;
     client c(cfg);
     auto l = c.get_lock("spent");
+    const auto only_latch = [&server] {
+      auto latches = latches_of(server, "spent");
+      EXPECT_EQ(latches.size(), 1u);
+      return latches.empty() ? std::string() : latches[0].key;
+    };
+    l.lock();
+    EXPECT_EQ(latches_of(server, "spent").size(), 0u);
+    l.unlock();
+    std::string kept = only_latch();
     for (int i = 0; i < 3; ++i) {
       l.lock();
-      EXPECT_EQ(latches_of(server, "spent").size(), 0u) << "deleted by the acquire";
-      l.unlock();
-      EXPECT_EQ(latches_of(server, "spent").size(), 1u) << "kept until the next script";
+      EXPECT_EQ(only_latch(), kept) << "an acquire leaves it: only unlocks carry spent latches";
+      l.unlock();  // final release: the spent latch goes in the lock's own DEL
+      const std::string next = only_latch();
+      EXPECT_NE(next, kept) << "deleted by the unlock, which left its own";
+      kept = next;
     }
+    // A partial release deletes it too (after its own writes), and leaves its own "0" latch.
+    l.lock();
+    l.lock();
+    l.unlock();
+    auto latches = latches_of(server, "spent");
+    ASSERT_EQ(latches.size(), 1u);
+    EXPECT_NE(latches[0].key, kept);
+    EXPECT_EQ(latches[0].value, "0");
+    l.unlock();
+    kept = only_latch();
     // Another lock's script does not touch it (nor could it in a cluster: another slot).
     auto other = c.get_lock("other");
     other.lock();
     other.unlock();
-    EXPECT_EQ(latches_of(server, "spent").size(), 1u);
-    // The same lock from another thread of the process: its acquire takes the latch along.
+    EXPECT_EQ(only_latch(), kept);
+    // The same lock from another thread of the process: its unlock takes the latch along.
     std::async(std::launch::async, [&] {
       l.lock();
       l.unlock();
     }).get();
-    EXPECT_EQ(latches_of(server, "spent").size(), 1u);
+    EXPECT_NE(only_latch(), kept);
   }
 }
 
