@@ -30,10 +30,12 @@ local function run()
   end
   --!include queue_prelude.lua
 
-  -- Without a queue (the uncontended case) none of the queue's bookkeeping runs.
+  -- Without a queue (the uncontended case) none of the queue's bookkeeping runs. An owner that
+  -- is not in the queue (the usual case: a holder) leaves the queue as it was; a liveness entry
+  -- without a queue entry is never read (live_head reads those of queued owners only).
   local queued = redis.call('exists', KEYS[4]) == 1
-  if queued then
-    leave(KEYS[4], KEYS[5], ARGV[3])
+  if queued and redis.call('zrem', KEYS[4], ARGV[3]) == 1 then
+    redis.call('hdel', KEYS[5], ARGV[3])
     queued = tidy(KEYS[4], KEYS[5])
   end
   local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
