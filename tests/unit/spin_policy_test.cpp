@@ -18,23 +18,50 @@ void poll_once(bool got_result) {
   spin_policy::leave(got_result);
 }
 
-TEST(spin_policy, three_counted_misses_in_a_row_pause_polling_for_64_calls) {
-  poll_once(false);
-  poll_once(false);
-  poll_once(false);
-  for (int i = 0; i < 64; ++i) EXPECT_FALSE(spin_policy::try_enter()) << "call " << i;
-  EXPECT_TRUE(spin_policy::try_enter());
+// How many blocking calls in a row sleep at once from now on (the last call that may poll
+// gets its result while polling).
+int calls_paused() {
+  int n = 0;
+  while (!spin_policy::try_enter() && n < 100000) ++n;
   spin_policy::leave(true);
+  return n;
 }
 
-TEST(spin_policy, a_result_while_polling_resets_the_misses) {
-  poll_once(false);
-  poll_once(false);
-  poll_once(true);
-  poll_once(false);
-  poll_once(false);
-  EXPECT_TRUE(spin_policy::try_enter());
-  spin_policy::leave(true);
+TEST(spin_policy, half_of_the_latest_16_polls_missing_pauses_polling_for_64_calls) {
+  for (int i = 0; i < 7; ++i) poll_once(false);
+  EXPECT_EQ(calls_paused(), 0) << "7 misses: still polling";
+  poll_once(false);  // 8 of the latest 9 (calls_paused() polled once, and got its result)
+  EXPECT_EQ(calls_paused(), 64);
+}
+
+TEST(spin_policy, bursts_of_misses_among_results_do_not_pause_polling) {
+  // Three misses in a row in every eight polls (a tail of slow replies): polling still pays.
+  // (poll_once fails as soon as a call may not poll.)
+  for (int i = 0; i < 800; ++i) poll_once(i % 8 >= 3);
+  EXPECT_EQ(calls_paused(), 0);
+}
+
+TEST(spin_policy, a_pause_doubles_while_polling_keeps_missing_and_starts_over_once_it_pays) {
+  for (int i = 0; i < 8; ++i) poll_once(false);
+  EXPECT_EQ(calls_paused(), 64);
+  // calls_paused() ended with one poll that paid; polling misses again at once.
+  for (int i = 0; i < 8; ++i) poll_once(false);
+  EXPECT_EQ(calls_paused(), 128);
+  for (int i = 0; i < 8; ++i) poll_once(false);
+  EXPECT_EQ(calls_paused(), 256);
+  // Polling pays for a while: the next pause is the shortest again.
+  for (int i = 0; i < 32; ++i) poll_once(true);
+  for (int i = 0; i < 8; ++i) poll_once(false);
+  EXPECT_EQ(calls_paused(), 64);
+}
+
+TEST(spin_policy, the_pause_is_bounded) {
+  int last = 0;
+  for (int round = 0; round < 12; ++round) {
+    for (int i = 0; i < 8; ++i) poll_once(false);
+    last = calls_paused();
+  }
+  EXPECT_EQ(last, 4096);
 }
 
 TEST(spin_policy, at_most_half_the_cores_poll_at_once) {
