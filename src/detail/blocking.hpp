@@ -58,60 +58,64 @@ inline void wake(std::atomic<std::uint32_t>& word) {
 ///    cycles ran at 0.45-0.87x of the rate with this rule, in interleaved runs).
 class spin_policy {
  public:
-  static bool try_enter() {
-    if (state().skip.load(std::memory_order_relaxed) > 0) {
-      state().skip.fetch_sub(1, std::memory_order_relaxed);
+  /// The policy of the process's blocking calls.
+  static spin_policy& process() {
+    static spin_policy p(std::max(1U, std::thread::hardware_concurrency() / 2));
+    return p;
+  }
+  /// A policy that lets at most `max_polling` threads poll at once.
+  explicit spin_policy(unsigned max_polling) : max_polling_(max_polling) {}
+
+  /// Whether this blocking call may poll. If true, call leave() when polling ends.
+  bool try_enter() {
+    if (skip_.load(std::memory_order_relaxed) > 0) {
+      skip_.fetch_sub(1, std::memory_order_relaxed);
       return false;
     }
-    static const unsigned limit = std::max(1U, std::thread::hardware_concurrency() / 2);
-    unsigned n = state().spinning.load(std::memory_order_relaxed);
-    while (n < limit) {
-      if (state().spinning.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
+    unsigned n = polling_.load(std::memory_order_relaxed);
+    while (n < max_polling_) {
+      if (polling_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
     }
     return false;
   }
   /// After try_enter() returned true: whether the result came while polling.
-  static void leave(bool got_result) {
-    counters& c = state();
-    c.spinning.fetch_sub(1, std::memory_order_relaxed);
+  void leave(bool got_result) {
+    polling_.fetch_sub(1, std::memory_order_relaxed);
     // Polls since the last pause, counted up to just past the window (it only matters whether
     // the window has passed).
-    int polls = c.polls_since_pause.load(std::memory_order_relaxed);
-    if (polls <= window) polls = c.polls_since_pause.fetch_add(1, std::memory_order_relaxed) + 1;
+    int polls = polls_since_pause_.load(std::memory_order_relaxed);
+    if (polls <= window) polls = polls_since_pause_.fetch_add(1, std::memory_order_relaxed) + 1;
     // The outcomes of the latest polls, newest in bit 0 (1: missed).
-    std::uint32_t h = c.history.load(std::memory_order_relaxed);
+    std::uint32_t h = history_.load(std::memory_order_relaxed);
     std::uint32_t next = 0;
     do {
       next = (h << 1) | (got_result ? 0U : 1U);
-    } while (!c.history.compare_exchange_weak(h, next, std::memory_order_relaxed));
+    } while (!history_.compare_exchange_weak(h, next, std::memory_order_relaxed));
     if (got_result || std::popcount(next & window_mask) < misses_to_pause) return;
     // Polling does not pay. If it did not pay again right after the last pause either, the
     // pause doubles; otherwise it starts over.
-    int pause = c.pause.load(std::memory_order_relaxed);
+    int pause = pause_.load(std::memory_order_relaxed);
     pause = polls <= window ? std::min(pause * 2, max_pause) : min_pause;
-    c.pause.store(pause, std::memory_order_relaxed);
-    c.history.store(0, std::memory_order_relaxed);
-    c.polls_since_pause.store(0, std::memory_order_relaxed);
-    c.skip.store(pause, std::memory_order_relaxed);
+    pause_.store(pause, std::memory_order_relaxed);
+    history_.store(0, std::memory_order_relaxed);
+    polls_since_pause_.store(0, std::memory_order_relaxed);
+    skip_.store(pause, std::memory_order_relaxed);
   }
 
- private:
   static constexpr int window = 16;  // the latest polls whose outcome counts
-  static constexpr std::uint32_t window_mask = (1U << window) - 1;
   static constexpr int misses_to_pause = window / 2;
   static constexpr int min_pause = 64;
   static constexpr int max_pause = 4096;
-  struct counters {
-    std::atomic<unsigned> spinning{0};
-    std::atomic<std::uint32_t> history{0};
-    std::atomic<int> polls_since_pause{window + 1};
-    std::atomic<int> pause{min_pause};
-    std::atomic<int> skip{0};
-  };
-  static counters& state() {
-    static counters c;
-    return c;
-  }
+
+ private:
+  static constexpr std::uint32_t window_mask = (1U << window) - 1;
+
+  const unsigned max_polling_;
+  std::atomic<unsigned> polling_{0};
+  std::atomic<std::uint32_t> history_{0};
+  std::atomic<int> polls_since_pause_{window + 1};
+  std::atomic<int> pause_{min_pause};
+  std::atomic<int> skip_{0};
 };
 
 template <class T>
@@ -124,7 +128,8 @@ class blocking_result {
   }
   /// Blocks until set() has run, then returns the result. Polls for up to `spin` first.
   T take(std::chrono::microseconds spin) {
-    if (spin.count() > 0 && spin_policy::try_enter()) {
+    spin_policy& policy = spin_policy::process();
+    if (spin.count() > 0 && policy.try_enter()) {
       const auto until = std::chrono::steady_clock::now() + spin;
       bool got = false;
       while (!(got = state_.load(std::memory_order_acquire) == ready) &&
@@ -133,7 +138,7 @@ class blocking_result {
         __builtin_ia32_pause();
 #endif
       }
-      spin_policy::leave(got);
+      policy.leave(got);
     }
     std::uint32_t s = empty;
     if (state_.compare_exchange_strong(s, sleeping, std::memory_order_acq_rel)) s = sleeping;

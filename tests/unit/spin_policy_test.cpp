@@ -1,6 +1,5 @@
 // spin_policy and blocking_result: when a blocking call polls before it sleeps (no server).
-// Each test runs in its own process (gtest_discover_tests), so the policy's process-wide
-// counters start fresh.
+// Each test uses a policy of its own, not the process's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,64 +12,80 @@ namespace rlock::detail {
 namespace {
 
 // One blocking call that polled and did (or did not) get its result while polling.
-void poll_once(bool got_result) {
-  ASSERT_TRUE(spin_policy::try_enter());
-  spin_policy::leave(got_result);
+void poll_once(spin_policy& p, bool got_result) {
+  ASSERT_TRUE(p.try_enter());
+  p.leave(got_result);
 }
 
 // How many blocking calls in a row sleep at once from now on (the last call that may poll
 // gets its result while polling).
-int calls_paused() {
+int calls_paused(spin_policy& p) {
   int n = 0;
-  while (!spin_policy::try_enter() && n < 100000) ++n;
-  spin_policy::leave(true);
+  while (!p.try_enter() && n < 100000) ++n;
+  p.leave(true);
   return n;
 }
 
 TEST(spin_policy, half_of_the_latest_16_polls_missing_pauses_polling_for_64_calls) {
-  for (int i = 0; i < 7; ++i) poll_once(false);
-  EXPECT_EQ(calls_paused(), 0) << "7 misses: still polling";
-  poll_once(false);  // 8 of the latest 9 (calls_paused() polled once, and got its result)
-  EXPECT_EQ(calls_paused(), 64);
+  spin_policy p(1);
+  for (int i = 0; i < 7; ++i) poll_once(p, false);
+  EXPECT_EQ(calls_paused(p), 0) << "7 misses: still polling";
+  poll_once(p, false);  // 8 of the latest 9 (calls_paused() polled once, and got its result)
+  EXPECT_EQ(calls_paused(p), spin_policy::min_pause);
+  EXPECT_EQ(spin_policy::min_pause, 64);
 }
 
 TEST(spin_policy, bursts_of_misses_among_results_do_not_pause_polling) {
+  spin_policy p(1);
   // Three misses in a row in every eight polls (a tail of slow replies): polling still pays.
   // (poll_once fails as soon as a call may not poll.)
-  for (int i = 0; i < 800; ++i) poll_once(i % 8 >= 3);
-  EXPECT_EQ(calls_paused(), 0);
+  for (int i = 0; i < 800; ++i) poll_once(p, i % 8 >= 3);
+  EXPECT_EQ(calls_paused(p), 0);
 }
 
 TEST(spin_policy, a_pause_doubles_while_polling_keeps_missing_and_starts_over_once_it_pays) {
-  for (int i = 0; i < 8; ++i) poll_once(false);
-  EXPECT_EQ(calls_paused(), 64);
+  spin_policy p(1);
+  for (int i = 0; i < 8; ++i) poll_once(p, false);
+  EXPECT_EQ(calls_paused(p), 64);
   // calls_paused() ended with one poll that paid; polling misses again at once.
-  for (int i = 0; i < 8; ++i) poll_once(false);
-  EXPECT_EQ(calls_paused(), 128);
-  for (int i = 0; i < 8; ++i) poll_once(false);
-  EXPECT_EQ(calls_paused(), 256);
+  for (int i = 0; i < 8; ++i) poll_once(p, false);
+  EXPECT_EQ(calls_paused(p), 128);
+  for (int i = 0; i < 8; ++i) poll_once(p, false);
+  EXPECT_EQ(calls_paused(p), 256);
   // Polling pays for a while: the next pause is the shortest again.
-  for (int i = 0; i < 32; ++i) poll_once(true);
-  for (int i = 0; i < 8; ++i) poll_once(false);
-  EXPECT_EQ(calls_paused(), 64);
+  for (int i = 0; i < 32; ++i) poll_once(p, true);
+  for (int i = 0; i < 8; ++i) poll_once(p, false);
+  EXPECT_EQ(calls_paused(p), 64);
 }
 
 TEST(spin_policy, the_pause_is_bounded) {
+  spin_policy p(1);
   int last = 0;
   for (int round = 0; round < 12; ++round) {
-    for (int i = 0; i < 8; ++i) poll_once(false);
-    last = calls_paused();
+    for (int i = 0; i < 8; ++i) poll_once(p, false);
+    last = calls_paused(p);
   }
-  EXPECT_EQ(last, 4096);
+  EXPECT_EQ(last, spin_policy::max_pause);
+  EXPECT_EQ(spin_policy::max_pause, 4096);
 }
 
-TEST(spin_policy, at_most_half_the_cores_poll_at_once) {
+TEST(spin_policy, at_most_max_polling_threads_poll_at_once) {
+  spin_policy p(2);
+  ASSERT_TRUE(p.try_enter());
+  ASSERT_TRUE(p.try_enter());
+  EXPECT_FALSE(p.try_enter()) << "a third call sleeps at once";
+  p.leave(true);
+  EXPECT_TRUE(p.try_enter());
+  p.leave(true);
+  p.leave(true);
+}
+
+TEST(spin_policy, the_process_policy_lets_half_the_cores_poll) {
+  spin_policy& p = spin_policy::process();
   const unsigned limit = std::max(1U, std::thread::hardware_concurrency() / 2);
-  for (unsigned i = 0; i < limit; ++i) ASSERT_TRUE(spin_policy::try_enter()) << i;
-  EXPECT_FALSE(spin_policy::try_enter());
-  spin_policy::leave(true);
-  EXPECT_TRUE(spin_policy::try_enter());
-  for (unsigned i = 0; i < limit; ++i) spin_policy::leave(true);
+  for (unsigned i = 0; i < limit; ++i) ASSERT_TRUE(p.try_enter()) << i;
+  EXPECT_FALSE(p.try_enter());
+  for (unsigned i = 0; i < limit; ++i) p.leave(true);
 }
 
 TEST(blocking_result, take_returns_what_another_thread_set_polling_or_sleeping) {
