@@ -31,11 +31,9 @@ local function run()
   --!include queue_prelude.lua
 
   -- Without a queue (the uncontended case) none of the queue's bookkeeping runs. An owner that
-  -- is not in the queue (the usual case: a holder) leaves the queue as it was; a liveness entry
-  -- without a queue entry is never read (live_head reads those of queued owners only).
+  -- was not queued (the usual case: a holder) leaves the queue as it was.
   local queued = redis.call('exists', KEYS[4]) == 1
-  if queued and redis.call('zrem', KEYS[4], ARGV[3]) == 1 then
-    redis.call('hdel', KEYS[5], ARGV[3])
+  if queued and leave(KEYS[4], KEYS[5], ARGV[3]) then
     queued = tidy(KEYS[4], KEYS[5])
   end
   local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))

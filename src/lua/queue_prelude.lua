@@ -13,9 +13,14 @@ local function now()
   end
   return now_ms
 end
+-- Takes `who` off the queue; true if it was queued. A liveness entry is only ever read for a
+-- queued owner, so one is deleted only with its queue entry.
 local function leave(q, live, who)
-  redis.call('zrem', q, who)
+  if redis.call('zrem', q, who) == 0 then
+    return false
+  end
   redis.call('hdel', live, who)
+  return true
 end
 -- Deletes an empty queue; true while it has waiters.
 local function tidy(q, live)
