@@ -45,8 +45,8 @@
 //     retry_attempts. When the unlock was answered on its only attempt, nothing can read the
 //     latch again, and the next unlock script of that lock from this client deletes it, in
 //     the same DEL as the lock on a final release (Redisson sends a DEL instead; rlock adds no
-//     request). A latch whose unlock was resent
-//     keeps its TTL: the earlier attempt may still reach the server.
+//     request). A latch whose unlock was resent keeps its TTL: the earlier attempt may still
+//     reach the server.
 //   - An acquire returns only with a lease ahead of it: a reply that arrives after less than a
 //     tenth of its lease (at most 1 s) is left, counted from the request's send time (a stalled
 //     network, a paused client), is not trusted. That acquire is undone and tried again within

@@ -8,8 +8,9 @@
 // unlock. Once an unlock has been answered on its only attempt, nothing will ever read its latch:
 // Redisson then sends a DEL; rlock passes the latch to the next unlock script of the same lock
 // (same slot, no extra request), which deletes it with the lock's own DEL on a final release.
-// (Acquires carry none: their fast path then runs no more commands than Redisson's.) A latch whose unlock was retried
-// keeps its TTL: the earlier attempt may still be on its way to the server.
+// (Acquires carry none: their fast path then runs no more commands than Redisson's.) A latch
+// whose unlock was retried keeps its TTL: the earlier attempt may still be on its way to the
+// server.
 #pragma once
 
 #include <cstddef>
@@ -27,8 +28,8 @@ class spent_latches {
   explicit spent_latches(std::size_t max_locks = 1024, std::size_t max_per_lock = 4)
       : max_locks_(max_locks), max_per_lock_(max_per_lock) {}
 
-  /// Records `latch` of lock `raw_name`, to be deleted by the next unlock script for that lock. Call
-  /// only for an unlock answered on its only attempt. Thread-safe.
+  /// Records `latch` of lock `raw_name`, to be deleted by the next unlock script for that lock.
+  /// Call only for an unlock answered on its only attempt. Thread-safe.
   void put(const std::string& raw_name, std::string latch) {
     std::lock_guard lk(mu_);
     auto it = by_lock_.find(raw_name);
