@@ -5,9 +5,16 @@ p50) against the private server: PING at `-c 1` (p50 latency), and EVALSHA of a 
 Redisson-style acquire script on spread keys (`-r`, `__rand_int__`) at `-c 1 -P 1`, `-c 50 -P 1`
 and `-c 50 -P 16` (ops/s), and at `-P 16` the server main thread's CPU time per EVALSHA (INFO
 cpu before and after). Every run is bounded by a timeout; a failed run raises.
+
+`measure_handoff_floor(binary, port, gap_us, quick)` runs bench/handoff_floor.cpp (the build's
+bench/rlock_handoff_floor, found next to the rlock binary by `find_handoff_floor`): the wake-up of
+one single-threaded hiredis process by another through this server, after `gap_us` idle, for a
+bare PUBLISH and for the least script a hand-off needs; mean, p50, p90, p99, max in µs.
 """
 import csv
 import io
+import json
+import os
 import subprocess
 
 import redis
@@ -58,3 +65,21 @@ def measure_ceilings(port, quick):
     result["evalsha_c50_p16"]["server_cpu_us"] = (server_cpu_s(port) - before) * 1e6 / requests
     redis.Redis(host="127.0.0.1", port=port).flushall()
     return result
+
+
+def find_handoff_floor(rlock_binary):
+    """The build's bench/rlock_handoff_floor next to <build>/tools/cli/rlock, or None."""
+    if not rlock_binary:
+        return None
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(rlock_binary))))
+    path = os.path.join(build, "bench", "rlock_handoff_floor")
+    return path if os.access(path, os.X_OK) else None
+
+
+def measure_handoff_floor(binary, port, gap_us, quick):
+    argv = [binary, "--port", str(port), "--gap", str(gap_us), "--count",
+            "200" if quick else "3000", "--json"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    if out.returncode != 0:
+        raise RuntimeError("%s failed: %s" % (" ".join(argv), out.stderr.strip()))
+    return json.loads(out.stdout)

@@ -2,8 +2,9 @@
 
 `machine()` describes the host (nproc, CPU model, kernel, redis-server version, date, load).
 `write_report(path, results, plots)` writes the Markdown: the machine, how to re-run, and the tables
-(ceilings; uncontended 1 and 32 threads; contended; watchdog; footprint), each row with the issue's
-target and pass/miss, ratios against the ceilings measured in the same run. `rlock_failures(results)`
+(ceilings; uncontended 1 and 32 threads; contended, with each row's utilisation bound at the
+machine's hand-off floor; watchdog; footprint), each row with the issue's target and pass/miss,
+ratios against the ceilings measured in the same run. `rlock_failures(results)`
 lists the rlock checks that failed (lost updates or overlaps not 0, failed workers, and whatever
 `rlock bench` itself reported). Pure formatting: every figure comes from `results`.
 """
@@ -13,6 +14,7 @@ import platform
 import subprocess
 
 import compare_rlock
+import compare_stats
 
 TARGET_UNCONTENDED = {1: ("evalsha_c1_p1", 1.0), 32: ("evalsha_c50_p16", 0.8)}
 TARGET_UTILISATION = 0.95
@@ -162,18 +164,68 @@ def _requests(r):
     return r.get("accounting", {}).get("client_requests_per_acquisition")
 
 
-def _contended(rows):
+def _floor_us(results):
+    """The mean of the machine's hand-off floor (the least hand-off script), or None."""
+    floor = results.get("handoff_floor")
+    return floor["script"]["mean_us"] if floor else None
+
+
+def _bound(r, floor_us):
+    """(mean hold µs, utilisation bound) of a contended row at this run's floor, or None."""
+    samples = r.get("handoff_samples_us") or []
+    if floor_us is None or not samples:
+        return None
+    return compare_stats.utilisation_bound(r["utilisation"], compare_stats.mean(samples), floor_us)
+
+
+def _handoff_floor(results):
+    """The floor's table and what it means for the utilisation target."""
+    floor = results.get("handoff_floor")
+    if not floor:
+        return []
+    rows = []
+    for key, label in (("publish", "PUBLISH"),
+                       ("script", "hand-off script (DEL, HSET, PEXPIRE, PUBLISH)")):
+        f = floor[key]
+        rows.append([label, _f(f["mean_us"], 1), _f(f["p50_us"], 1), _f(f["p90_us"], 1),
+                     _f(f["p99_us"], 1), _f(f["max_us"], 1)])
+    lines = ["The hand-off floor of this machine (`rlock_handoff_floor`, bench/handoff_floor.cpp, "
+             "same server, this run): one single-threaded process sends, after %d µs idle, one "
+             "command that publishes to another single-threaded process blocked in read() on its "
+             "subscription (hiredis, no lock library); the time from send to the read's return, "
+             "%d times. This is the least a hand-off between processes through this server costs;"
+             " a lock library adds its own work to it." % (
+                 floor["gap_us"], floor["count"]), ""]
+    lines += _table(["command", "mean µs", "p50 µs", "p90 µs", "p99 µs", "max µs"], rows)
+    for r in _rlock_rows(results, "contended"):
+        b = _bound(r, _floor_us(results))
+        if b is None:
+            continue
+        hold, bound = b
+        lines.append("- rlock (%s): mean hold %s µs, mean hand-off %.0f µs. A hand-off at the "
+                     "floor (%.1f µs) would give utilisation %.3f with that hold; the target is "
+                     "%.2f; rlock's %.3f is %.2f of that bound." % (
+                         compare_rlock.variant(r), _f(hold),
+                         compare_stats.mean(r["handoff_samples_us"]), _floor_us(results), bound,
+                         TARGET_UTILISATION, r["utilisation"], r["utilisation"] / bound))
+    return lines + [""]
+
+
+def _contended(rows, floor_us):
     out = []
     for r in rows:
         requests = _requests(r)
         stats = r.get("client_requests_per_acquisition") if r.get("library") == "rlock" else None
         misses = _contended_misses(r, requests)
         h = r["handoff_us"]
-        out.append([_name(r), _f(r["acquisitions_per_s"]), _f(r["utilisation"], 3), _f(h["p50"]),
+        bound = _bound(r, floor_us)
+        out.append([_name(r), _f(r["acquisitions_per_s"]), _f(r["utilisation"], 3),
+                    _f(bound[1] if bound else None, 3), _f(h["p50"]),
                     _f(h["p99"]), _f(h["max"]), _f(r["fairness"], 2), _f(requests, 2),
                     _f(stats, 2), r["lost_updates"], r["overlaps"],
                     "pass" if not misses else "**miss**: " + ", ".join(m[0] for m in misses)])
-    head = ["library", "acq/s", "utilisation", "hand-off p50 µs", "p99 µs", "max µs",
+    head = ["library", "acq/s", "utilisation", "bound at the floor", "hand-off p50 µs", "p99 µs",
+            "max µs",
             "fairness min/max", "requests/acq (MONITOR)", "requests/acq (commandstats)", "lost",
             "overlaps", "targets"]
     return _table(head, out)
@@ -356,7 +408,8 @@ def write_report(path, results, plots):
     lines += _server_limit(results)
     lines += ["## Contended: %d processes, one lock, %d µs hold" % (
         results.get("processes", 8), results.get("hold_us", 1000)), ""]
-    lines += _contended(results["contended"])
+    lines += _contended(results["contended"], _floor_us(results))
+    lines += _handoff_floor(results)
     if results.get("watchdog"):
         lines += ["## Watchdog (rlock)", "", "`%s`" % results["watchdog"].get("argv", ""), ""]
         lines += _watchdog(results["watchdog"])

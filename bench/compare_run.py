@@ -1,6 +1,7 @@
 """compare_run.py: the sequence of one bench/compare run (see bench/compare for the command).
 
-`run(quick, rlock_path, out_dir, repo, notes)` starts the private server, measures the ceilings, runs
+`run(quick, rlock_path, out_dir, repo, notes)` starts the private server, measures the ceilings (and
+the machine's hand-off floor, with the rlock binary's build's rlock_handoff_floor), runs
 rlock's scenarios and the peers', the accounting passes, a perf profile of each rlock scenario
 that missed a target, and writes the report, the plots and the raw JSON. Returns the exit status:
 0; 1 if an rlock invariant failed (printed); 2 if a part could not be run (printed, and noted in
@@ -150,11 +151,20 @@ def run(quick, rlock_path, out_dir, repo, notes=()):
     with compare_server.private_server() as port:
         _log("redis-server on 127.0.0.1:%d; ceilings (redis-benchmark)" % port)
         results["ceilings"] = compare_ceilings.measure_ceilings(port, quick)
+        floor = compare_ceilings.find_handoff_floor(binary)
+        floor_ok = True
+        if floor:
+            floor_ok = _attempt(results, "hand-off floor (%s)" % os.path.relpath(floor, repo),
+                     lambda: results.update(handoff_floor=compare_ceilings.measure_handoff_floor(
+                         floor, port, HOLD_US, quick)))
+        else:
+            results["notes"].append("not measured: the hand-off floor (no rlock_handoff_floor "
+                                    "next to the rlock binary's build)")
         if not binary:
             results["notes"].append("rlock rows missing: no rlock binary with `bench` found")
             _log("no rlock binary with the bench command: rlock rows are missing")
         compare_peers.install_node_peers()
-        ok = _uncontended_phase(binary, port, d, results)
+        ok = _uncontended_phase(binary, port, d, results) and floor_ok
         ok &= _contended_phase(binary, port, d, results)
         if binary:
             ok &= _rlock_only_phase(binary, port, d, results)

@@ -7,6 +7,9 @@ Written once and used for every peer, so that their rows mean the same as rlock'
   acquire - previous release (a negative one is an overlap, not a hand-off sample); fairness =
   min/max acquisitions per worker; lost updates = acquisitions - final counter.
 Results have the JSON shapes of `rlock bench` (samples thinned to at most SAMPLES_MAX).
+- utilisation_bound: with a mean hold H and the machine's hand-off floor F (bench/handoff_floor.cpp,
+  same run), utilisation cannot exceed H / (H + F); H is derived from a row's utilisation U and
+  mean hand-off G (U = H / (H + G), exact but for the one hand-off fewer than holds).
 """
 
 SAMPLES_MAX = 20000
@@ -66,3 +69,16 @@ def contended_figures(per_worker_intervals, counter, duration_s):
         "lost_updates": acquisitions - counter,
         "overlaps": overlaps,
     }
+
+
+def mean(values):
+    return sum(values) / len(values) if values else 0.0
+
+
+def utilisation_bound(utilisation, handoff_mean_us, floor_us):
+    """(mean hold µs, the utilisation a hand-off at the floor would give with that hold), or None
+    when the row has no hand-off to go by."""
+    if not 0.0 < utilisation < 1.0 or handoff_mean_us <= 0.0 or floor_us <= 0.0:
+        return None
+    hold_us = handoff_mean_us * utilisation / (1.0 - utilisation)
+    return hold_us, hold_us / (hold_us + floor_us)

@@ -76,6 +76,30 @@ def monitor_line(client, command, *args):
     return "+1700000000.000001 [0 %s] %s" % (client, quoted)
 
 
+class utilisation_bound(unittest.TestCase):
+    def test_the_hold_comes_from_utilisation_and_mean_hand_off(self):
+        # 2,000 holds of 900 µs, hand-offs of 100 µs, two workers taking turns: utilisation
+        # 0.9 but for the one hand-off fewer than holds.
+        holds = [(i * 1_000_000, i * 1_000_000 + 900_000) for i in range(2000)]
+        f = compare_stats.contended_figures([holds[0::2], holds[1::2]], 0, 2.0)
+        self.assertAlmostEqual(f["utilisation"], 0.9, places=4)
+        hold, bound = compare_stats.utilisation_bound(
+            f["utilisation"], compare_stats.mean(f["handoff_samples_us"]), 50.0)
+        self.assertAlmostEqual(hold, 900.0, delta=0.5)
+        self.assertAlmostEqual(bound, 900.0 / 950.0, places=4)
+
+    def test_a_hand_off_at_the_floor_is_at_the_bound(self):
+        hold, bound = compare_stats.utilisation_bound(1200.0 / 1265.0, 65.0, 65.0)
+        self.assertAlmostEqual(hold, 1200.0)
+        self.assertAlmostEqual(bound, 1200.0 / 1265.0)
+
+    def test_no_bound_without_hand_offs_or_floor(self):
+        self.assertIsNone(compare_stats.utilisation_bound(0.0, 100.0, 60.0))
+        self.assertIsNone(compare_stats.utilisation_bound(0.9, 0.0, 60.0))
+        self.assertIsNone(compare_stats.utilisation_bound(0.9, 100.0, 0.0))
+        self.assertEqual(compare_stats.mean([]), 0.0)
+
+
 class monitor_accounting(unittest.TestCase):
     lines = [
         monitor_line("127.0.0.1:1000", "INFO", "commandstats"),           # the driver
