@@ -5,10 +5,15 @@
 // Two single-threaded processes with one hiredis connection each, nothing else: the waiter is
 // blocked in read() on its subscription; the holder, after `--gap` µs idle (a hold), sends one
 // command that tells the waiter, with its CLOCK_MONOTONIC send time as the payload. The waiter
-// notes when read() returns. Two commands are measured, each `--count` times:
-//   publish  PUBLISH alone: the server's and the waiter's wake-ups and one command;
-//   script   EVALSHA of the least a hand-off to a named waiter must do: delete the holder's
-//            entry, make the waiter the owner with a lease (HSET, PEXPIRE), PUBLISH to it.
+// notes when read() returns. Three series, each `--count` times:
+//   publish           PUBLISH alone: the server's and the waiter's wake-ups and one command;
+//   script            EVALSHA of the least a hand-off to a named waiter must do: delete the
+//                     holder's entry, make the waiter the owner with a lease (HSET, PEXPIRE),
+//                     PUBLISH to it;
+//   script_io_thread  the same, received the way a client with an I/O thread receives it (rlock,
+//                     and Redisson on Netty): a second thread of the waiter reads the message
+//                     and wakes the waiting thread through a futex; the time is noted when the
+//                     waiting thread runs. The difference to `script` is that hand-over's cost.
 // No lock library can hand a lock from one process to another through this server faster than
 // `script`: it has no thread hop, no bookkeeping, no queue. With a mean hold H and this floor's
 // mean F, the lock's utilisation (holds / wall time) is at most H / (H + F) on this machine
@@ -18,15 +23,19 @@
 // 100,000 hand-offs per command, every read times out after 5 s (a lost message is an error,
 // exit 1), and the waiter dies with this process.
 #include <hiredis/hiredis.h>
+#include <linux/futex.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -51,6 +60,10 @@ constexpr const char* handoff_script =
     "redis.call('publish', KEYS[2], ARGV[2]) "
     "return 1";
 constexpr timeval io_timeout{5, 0};
+
+void futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value) {
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op, value, nullptr, nullptr, 0);
+}
 
 long long now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
@@ -114,26 +127,71 @@ bool read_all(int fd, void* data, std::size_t n) {
   return true;
 }
 
-/// The waiter process: subscribes, says so on `ready_fd`, then reads `count` messages and
+/// Reads one hand-off from the subscription: its send time (the payload).
+long long read_handoff(redisContext* c) {
+  void* raw = nullptr;
+  if (redisGetReply(c, &raw) != REDIS_OK) {
+    throw std::runtime_error(std::string("waiting for a hand-off: ") + c->errstr);
+  }
+  reply_ptr m(static_cast<redisReply*>(raw));
+  if (m->type != REDIS_REPLY_ARRAY || m->elements != 3) {
+    throw std::runtime_error("unexpected push on the subscription");
+  }
+  return std::stoll(m->element[2]->str);
+}
+
+/// Delays (receipt - send, ns) of `count` hand-offs read by this thread itself.
+std::vector<long long> receive_direct(redisContext* c, int count) {
+  std::vector<long long> delays(static_cast<std::size_t>(count));
+  for (long long& d : delays) {
+    const long long sent = read_handoff(c);
+    d = now_ns() - sent;
+  }
+  return delays;
+}
+
+/// The same, as a client with an I/O thread sees it: that thread reads each hand-off and wakes
+/// this one, asleep on a futex, which notes the time when it runs.
+std::vector<long long> receive_through_io_thread(redisContext* c, int count) {
+  std::vector<long long> sent(static_cast<std::size_t>(count));
+  std::atomic<std::uint32_t> received{0};  // hand-offs read so far; the futex word
+  std::string error;
+  std::thread io([&] {
+    try {
+      for (int i = 0; i < count; ++i) {
+        sent[static_cast<std::size_t>(i)] = read_handoff(c);
+        received.store(static_cast<std::uint32_t>(i + 1), std::memory_order_release);
+        futex(received, FUTEX_WAKE_PRIVATE, 1);
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+      received.store(static_cast<std::uint32_t>(count) + 1, std::memory_order_release);
+      futex(received, FUTEX_WAKE_PRIVATE, 1);
+    }
+  });
+  std::vector<long long> delays(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    std::uint32_t n = 0;
+    while ((n = received.load(std::memory_order_acquire)) <= static_cast<std::uint32_t>(i)) {
+      futex(received, FUTEX_WAIT_PRIVATE, n);
+    }
+    if (n > static_cast<std::uint32_t>(count)) break;
+    delays[static_cast<std::size_t>(i)] = now_ns() - sent[static_cast<std::size_t>(i)];
+  }
+  io.join();
+  if (!error.empty()) throw std::runtime_error(error);
+  return delays;
+}
+
+/// The waiter process: subscribes, says so on `ready_fd`, then receives `count` hand-offs and
 /// writes the delay of each (ns, receipt - payload) to `out_fd`. Exit status 0, or 1.
-int waiter(int port, int count, int ready_fd, int out_fd) {
+int waiter(int port, int count, bool io_thread, int ready_fd, int out_fd) {
   try {
     context_ptr c = connect(port);
     command(c.get(), {"SUBSCRIBE", channel});
     if (!write_all(ready_fd, "r", 1)) return 1;
-    std::vector<long long> delays(static_cast<std::size_t>(count));
-    for (long long& d : delays) {
-      void* raw = nullptr;
-      if (redisGetReply(c.get(), &raw) != REDIS_OK) {
-        throw std::runtime_error(std::string("waiting for a hand-off: ") + c->errstr);
-      }
-      const long long received = now_ns();
-      reply_ptr m(static_cast<redisReply*>(raw));
-      if (m->type != REDIS_REPLY_ARRAY || m->elements != 3) {
-        throw std::runtime_error("unexpected push on the subscription");
-      }
-      d = received - std::stoll(m->element[2]->str);
-    }
+    const std::vector<long long> delays =
+        io_thread ? receive_through_io_thread(c.get(), count) : receive_direct(c.get(), count);
     return write_all(out_fd, delays.data(), delays.size() * sizeof(long long)) ? 0 : 1;
   } catch (const std::exception& e) {
     std::cerr << "rlock_handoff_floor (waiter): " << e.what() << "\n";
@@ -148,6 +206,7 @@ struct floor_result {
 
 /// Runs one series: a waiter process, `count` hand-offs sent `gap` apart by this one.
 floor_result measure(int port, const std::string& what, int count, std::chrono::microseconds gap) {
+  const bool io_thread = what == "script_io_thread";
   int ready[2];
   int out[2];
   if (::pipe(ready) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe failed");
@@ -158,7 +217,7 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::close(ready[0]);
     ::close(out[0]);
-    ::_exit(waiter(port, count, ready[1], out[1]));
+    ::_exit(waiter(port, count, io_thread, ready[1], out[1]));
   }
   ::close(ready[1]);
   ::close(out[1]);
@@ -242,7 +301,7 @@ int main(int argc, char** argv) {
       port = server->port();
     }
     std::vector<floor_result> results;
-    for (const char* what : {"publish", "script"}) {
+    for (const char* what : {"publish", "script", "script_io_thread"}) {
       results.push_back(measure(port, what, count, std::chrono::microseconds(gap_us)));
     }
     if (json) {
@@ -257,7 +316,7 @@ int main(int argc, char** argv) {
     } else {
       std::printf("hand-off floor, %d µs idle before each, %d each:\n", gap_us, count);
       for (const auto& r : results) {
-        std::printf("  %-8s mean %.1f µs  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n",
+        std::printf("  %-16s mean %.1f µs  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n",
                     r.command.c_str(), r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.max_us);
       }
     }
