@@ -171,11 +171,14 @@ def _floor_us(results):
 
 
 def _bound(r, floor_us):
-    """(mean hold µs, utilisation bound) of a contended row at this run's floor, or None."""
+    """(mean hold µs, utilisation bound, mean hand-off µs) of a contended row at this run's
+    floor, or None."""
     samples = r.get("handoff_samples_us") or []
     if floor_us is None or not samples:
         return None
-    return compare_stats.utilisation_bound(r["utilisation"], compare_stats.mean(samples), floor_us)
+    handoff_us = compare_stats.mean(samples)
+    b = compare_stats.utilisation_bound(r["utilisation"], handoff_us, floor_us)
+    return None if b is None else (b[0], b[1], handoff_us)
 
 
 def _handoff_floor(results):
@@ -203,16 +206,16 @@ def _handoff_floor(results):
              " Redisson's on Netty)." % (
                  floor["gap_us"], floor["count"]), ""]
     lines += _table(["command", "mean µs", "p50 µs", "p90 µs", "p99 µs", "max µs"], rows)
+    floor_us = _floor_us(results)
     for r in _rlock_rows(results, "contended"):
-        b = _bound(r, _floor_us(results))
+        b = _bound(r, floor_us)
         if b is None:
             continue
-        hold, bound = b
+        hold, bound, handoff_us = b
         lines.append("- rlock (%s): mean hold %s µs, mean hand-off %.0f µs. A hand-off at the "
                      "floor (%.1f µs) would give utilisation %.3f with that hold; the target is "
                      "%.2f; rlock's %.3f is %.2f of that bound." % (
-                         compare_rlock.variant(r), _f(hold),
-                         compare_stats.mean(r["handoff_samples_us"]), _floor_us(results), bound,
+                         compare_rlock.variant(r), _f(hold), handoff_us, floor_us, bound,
                          TARGET_UTILISATION, r["utilisation"], r["utilisation"] / bound))
     return lines + [""]
 

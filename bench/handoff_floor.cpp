@@ -221,6 +221,13 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
   }
   ::close(ready[1]);
   ::close(out[1]);
+  struct read_ends {  // this process's ends of the two pipes, closed on every way out
+    int ready, out;
+    ~read_ends() {
+      ::close(ready);
+      ::close(out);
+    }
+  } const from_waiter{ready[0], out[0]};
   const auto reap = [pid](bool kill) {
     if (kill) ::kill(pid, SIGKILL);
     int status = 0;
@@ -230,7 +237,9 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
   std::vector<long long> delays(static_cast<std::size_t>(count));
   try {
     char byte = 0;
-    if (!read_all(ready[0], &byte, 1)) throw std::runtime_error("the waiter did not subscribe");
+    if (!read_all(from_waiter.ready, &byte, 1)) {
+      throw std::runtime_error("the waiter did not subscribe");
+    }
     context_ptr c = connect(port);
     const std::string sha = command(c.get(), {"SCRIPT", "LOAD", handoff_script})->str;
     for (int i = 0; i < count; ++i) {
@@ -243,17 +252,13 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
       }
     }
     command(c.get(), {"DEL", "rlock-floor:{f}"});
-    if (!read_all(out[0], delays.data(), delays.size() * sizeof(long long))) {
+    if (!read_all(from_waiter.out, delays.data(), delays.size() * sizeof(long long))) {
       throw std::runtime_error("the waiter missed a hand-off (see its error above)");
     }
   } catch (...) {
-    ::close(ready[0]);
-    ::close(out[0]);
     reap(true);
     throw;
   }
-  ::close(ready[0]);
-  ::close(out[0]);
   if (!reap(false)) throw std::runtime_error("the waiter failed");
 
   std::sort(delays.begin(), delays.end());
