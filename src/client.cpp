@@ -6,6 +6,7 @@
 #include "detail/core.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/lock_scripts.hpp"
+#include "detail/resp.hpp"
 
 namespace rlock {
 namespace {
@@ -18,6 +19,13 @@ reply take_or_throw(detail::blocking_result<detail::exec_result>& w,
                     std::chrono::microseconds spin) {
   detail::exec_result r = w.take(spin);
   if (r.ec) throw error(r.ec, r.detail.empty() ? r.ec.message() : r.detail);
+  return std::move(r.value);
+}
+
+// The reply an asynchronous caller gets: on a failure the server did not answer with an error
+// reply of its own, an error reply carrying rlock's description of what failed.
+reply reply_for(detail::exec_result& r) {
+  if (r.ec && r.value.is_nil() && !r.detail.empty()) return detail::make_error_reply(r.detail);
   return std::move(r.value);
 }
 
@@ -67,7 +75,7 @@ void client::start_execute(const std::vector<std::string>& args, callback cb) {
   }
   auto v = views(args);
   core_->exec(v, {}, [cb = std::move(cb)](detail::exec_result r) {
-    cb(r.ec, std::move(r.value));
+    cb(r.ec, reply_for(r));
   });
 }
 
@@ -76,7 +84,7 @@ void client::start_eval(const script& s, const std::vector<std::string>& keys,
   auto k = views(keys);
   auto a = views(args);
   core_->eval(s, k, a, {}, [cb = std::move(cb)](detail::exec_result r) {
-    cb(r.ec, std::move(r.value));
+    cb(r.ec, reply_for(r));
   });
 }
 

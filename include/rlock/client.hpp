@@ -60,7 +60,10 @@ class client {
   executor_type get_executor() const;
 
   /// Runs one Redis command. Error replies complete with the matching errc (wrong_type,
-  /// out_of_memory, server_error, ...). Not retried once written.
+  /// out_of_memory, server_error, ...). Not retried once written. On a failure the reply is an
+  /// error reply (reply::str() is its text): the server's own, or rlock's description of a
+  /// failure the server did not answer (for example "SELECT failed during connection setup:
+  /// ERR DB index is out of range"); nil when there is nothing to say beyond the code.
   template <class CompletionToken>
   auto async_execute(std::vector<std::string> args, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, reply_signature>(
@@ -72,7 +75,8 @@ class client {
   /// Blocking form: returns the reply or throws rlock::error (with the server's text).
   reply execute(const std::vector<std::string>& args);
 
-  /// Runs a Lua script by EVALSHA (NOSCRIPT recovered transparently).
+  /// Runs a Lua script by EVALSHA (NOSCRIPT recovered transparently). Failures complete as
+  /// async_execute's do.
   template <class CompletionToken>
   auto async_eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args,
                   CompletionToken&& token) {

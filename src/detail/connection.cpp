@@ -151,8 +151,12 @@ void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string
   {
     std::lock_guard lk(mu_);
     if (gen != generation_ || state_ != state::connecting) return;
+    // Failures that do not fix themselves (credentials, TLS, ACL, and any other error reply to
+    // a setup command, such as SELECT of a database the server does not have) are reported as
+    // they are until a later attempt succeeds; the rest read as not_connected meanwhile.
     const bool sticky = ec == errc::auth_failed || ec == errc::auth_required ||
-                        ec == errc::tls_error || ec == errc::no_permission;
+                        ec == errc::tls_error || ec == errc::no_permission ||
+                        ec == errc::server_error;
     last_error_ = ec;
     sticky_error_ = sticky;
     ++generation_;  // ignore late completions of this attempt

@@ -17,8 +17,9 @@
 //
 // The connection sends its setup commands (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD) first on
 // every (re)connect and reports `ready` only when all of them succeeded, all within the connect
-// timeout. AUTH and TLS failures are sticky: requests fail fast with that error until a later
-// reconnect succeeds.
+// timeout. Failures that do not fix themselves are sticky: AUTH, TLS, NOPERM, and any other error
+// reply to a setup command (SELECT of a database the server does not have, say). Requests fail
+// fast with that error, and the failed step's text, until a later reconnect succeeds.
 #pragma once
 
 #include <array>
@@ -150,7 +151,7 @@ class connection : public std::enable_shared_from_this<connection> {
   clock::time_point armed_deadline_ = clock::time_point::max();
   std::error_code last_error_;
   std::string last_error_detail_;
-  bool sticky_error_ = false;  // auth/TLS failures: fail fast until reconnected
+  bool sticky_error_ = false;  // a failure that does not fix itself: fail fast until reconnected
   int failures_ = 0;
   clock::time_point last_read_ = clock::now();
   std::minstd_rand rng_{std::random_device{}()};

@@ -78,6 +78,19 @@ const redisReplyObjectFunctions* limited_functions(const redisReplyObjectFunctio
 
 }  // namespace
 
+reply make_error_reply(std::string_view text) {
+  std::string line = "-";
+  line.reserve(text.size() + 3);
+  for (const char c : text) line += (c == '\r' || c == '\n') ? ' ' : c;
+  line += "\r\n";
+  resp_reader reader;
+  reader.feed(line.data(), line.size());
+  reply out;
+  std::error_code ec;
+  if (!reader.next(out, ec)) throw std::bad_alloc();  // a complete error line always parses
+  return out;
+}
+
 resp_reader::resp_reader() : reader_(make_reader()) {}
 
 resp_reader::~resp_reader() {

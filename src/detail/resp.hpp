@@ -19,6 +19,10 @@ void encode_command(std::span<const std::string_view> args, std::string& out);
 /// Convenience for a single command.
 std::string encode_command(std::span<const std::string_view> args);
 
+/// An error reply (`-text`) made locally, for failures the server never answered (a failed
+/// connection setup, a transport error). CR and LF in `text` become spaces.
+reply make_error_reply(std::string_view text);
+
 /// Incremental reply parser over hiredis' redisReader.
 class resp_reader {
  public:

@@ -43,6 +43,16 @@ TEST(cli_connection, a_server_that_does_not_answer_exits_69_within_the_connect_t
   server.resume();
 }
 
+TEST(cli_connection, a_failed_setup_step_is_named_with_the_servers_text) {
+  redis_server server;
+  const auto r =
+      run_rlock({"status", "x", "--url", server.url() + "/99", "--connect-timeout", "2s"});
+  EXPECT_EQ(r.status, 69) << r.err;
+  EXPECT_NE(r.err.find("SELECT failed during connection setup: ERR DB index is out of range"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(cli_connection, password_from_the_environment_or_a_file) {
   redis_server server(server_options{.requirepass = "s3cret"});
   temp_dir dir("rlock-cli");

@@ -123,6 +123,30 @@ TEST(connection, select_and_client_name) {
   EXPECT_NE(list.find("name=rlock-test"), std::string::npos) << list;
 }
 
+TEST(connection, a_failed_setup_step_is_named_in_the_error_and_the_async_reply) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.address = server.url() + "/99";  // beyond the server's 16 databases
+  client c(cfg);
+  try {
+    c.execute({"PING"});
+    FAIL() << "expected SELECT to fail";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::server_error);
+    EXPECT_NE(std::string(e.what()).find("SELECT failed during connection setup: ERR DB index"),
+              std::string::npos)
+        << e.what();
+  }
+  std::promise<std::pair<std::error_code, std::string>> p;
+  c.async_execute({"PING"}, [&](std::error_code ec, reply r) {
+    p.set_value({ec, r.is_error() ? std::string(r.str()) : "(not an error reply)"});
+  });
+  const auto [ec, text] = p.get_future().get();
+  EXPECT_EQ(ec, errc::server_error);
+  EXPECT_NE(text.find("SELECT failed during connection setup: ERR DB index"), std::string::npos)
+      << text;
+}
+
 TEST(connection, shutdown_fails_pending_work_without_hanging) {
   redis_server server;
   auto c = std::make_unique<client>(config_for(server));

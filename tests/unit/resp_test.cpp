@@ -532,3 +532,13 @@ TEST(resp_reader, refuses_arrays_claiming_more_than_sixteen_million_elements) {
   EXPECT_FALSE(reader.next(r, ec));
   EXPECT_EQ(ec, rlock::errc::protocol_error);
 }
+
+// An error reply made locally (a failure the server never answered): one line, whatever the text.
+TEST(resp, make_error_reply_keeps_the_text_on_one_line) {
+  const rlock::reply r = rlock::detail::make_error_reply("SELECT failed\r\nERR x\n");
+  EXPECT_TRUE(r.is_error());
+  EXPECT_EQ(r.str(), "SELECT failed  ERR x ");
+  const std::string binary("a\0b", 3);
+  EXPECT_EQ(rlock::detail::make_error_reply(binary).str(), binary);
+  EXPECT_TRUE(rlock::detail::make_error_reply("").is_error());
+}

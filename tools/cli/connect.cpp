@@ -20,6 +20,7 @@ struct ping_result {
   std::mutex mu;
   bool done = false;
   std::error_code ec;
+  std::string why;  // the server's error text, or the client's description of the failure
   event_flag flag;
 };
 
@@ -35,10 +36,11 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     }
   }();
   auto result = std::make_shared<ping_result>();
-  client.async_execute({"PING"}, [result](std::error_code ec, const rlock::reply&) {
+  client.async_execute({"PING"}, [result](std::error_code ec, const rlock::reply& r) {
     std::lock_guard lk(result->mu);
     result->done = true;
     result->ec = ec;
+    if (ec && r.is_error()) result->why = std::string(r.str());
     result->flag.raise();
   });
   const auto deadline = clock::now() + cfg.connect_timeout;
@@ -69,8 +71,9 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
   std::lock_guard lk(result->mu);
   if (result->ec) {
     const int code = exit_code_for(result->ec);
-    throw command_error(code == exit_codes::software ? exit_codes::unavailable : code,
-                        "cannot use " + where + ": " + result->ec.message());
+    std::string text = "cannot use " + where + ": " + result->ec.message();
+    if (!result->why.empty()) text += "; " + result->why;
+    throw command_error(code == exit_codes::software ? exit_codes::unavailable : code, text);
   }
   return client;
 }

@@ -5,7 +5,8 @@
 //  - It returns or throws within the configured connect_timeout (plus scheduling slack): a
 //    server that refuses, cannot be reached, rejects the credentials (AUTH, NOAUTH) or the TLS
 //    handshake, or does not answer in time gives command_error(unavailable, 69) naming the
-//    server and the reason; NOPERM gives no_permission (77).
+//    server and the reason (with the server's error text or the failed setup step when there
+//    is one); NOPERM gives no_permission (77).
 //  - With `interrupt` set, a pending SIGINT/SIGTERM/SIGHUP on it ends the wait at once with
 //    command_error(128 + signal). Other signals read from it meanwhile (SIGCHLD) are dropped.
 #pragma once
