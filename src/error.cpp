@@ -23,7 +23,7 @@ class category_impl final : public std::error_category {
       case errc::script_error: return "script error or unexpected script reply";
       case errc::server_error: return "server error";
       case errc::protocol_error: return "protocol error in the reply stream";
-      case errc::server_busy: return "server busy (LOADING or BUSY)";
+      case errc::server_busy: return "server busy (LOADING, BUSY, or maxclients reached)";
       case errc::not_owner: return "lock not held by this owner";
       case errc::lock_lost: return "lock lost";
       case errc::replication_not_confirmed: return "write not confirmed by replicas";

@@ -56,7 +56,8 @@ enum class errc {
   server_error,
   /// The reply stream could not be parsed; the connection is closed and re-opened.
   protocol_error,
-  /// The server is loading its data set, or a script is busy; retried until the deadline.
+  /// The server is loading its data set, a script is busy, or it has as many clients as its
+  /// maxclients allows; retried until the deadline.
   server_busy,
   /// The calling owner does not hold the lock it tried to unlock or extend.
   not_owner,

@@ -42,6 +42,8 @@ inline errc classify_server_error(std::string_view text, bool from_script) {
   if (starts("LOADING") || starts("BUSY") || starts("MASTERDOWN") || starts("TRYAGAIN")) {
     return errc::server_busy;
   }
+  // maxclients: the server closes this connection; one may be free on a later attempt.
+  if (text.starts_with("ERR max number of clients reached")) return errc::server_busy;
   if (text.find("WRONGTYPE") != std::string_view::npos) return errc::wrong_type;
   if (text.find("OOM command not allowed") != std::string_view::npos) return errc::out_of_memory;
   return from_script ? errc::script_error : errc::server_error;

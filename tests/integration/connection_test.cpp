@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "support/wait.hpp"
 
 namespace rlock::test {
 namespace {
@@ -145,6 +146,33 @@ TEST(connection, a_failed_setup_step_is_named_in_the_error_and_the_async_reply) 
   EXPECT_EQ(ec, errc::server_error);
   EXPECT_NE(text.find("SELECT failed during connection setup: ERR DB index"), std::string::npos)
       << text;
+}
+
+// maxclients reached is not a configuration error: the request waits (retried within its
+// deadline) for a connection slot instead of failing at once.
+TEST(connection, a_full_server_is_waited_for_until_a_slot_frees) {
+  redis_server server(server_options{.extra_args = {"--maxclients", "1"}});
+  auto occupant = std::make_unique<client>(config_for(server));
+  occupant->execute({"PING"});  // holds the server's only client slot
+  config cfg = config_for(server);
+  cfg.timeout = 20s;
+  client c(cfg);
+  std::promise<std::pair<std::error_code, std::string>> p;
+  c.async_execute({"PING"}, [&](std::error_code ec, reply r) {
+    p.set_value({ec, std::string(r.str())});
+  });
+  auto f = p.get_future();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        const auto info = std::string(occupant->execute({"INFO", "stats"}).str());
+        return info.find("rejected_connections:0") == std::string::npos;
+      },
+      10s));
+  occupant.reset();  // frees the slot
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  const auto [ec, text] = f.get();
+  EXPECT_FALSE(ec) << ec.message() << ": " << text;
+  EXPECT_EQ(text, "PONG");
 }
 
 TEST(connection, shutdown_fails_pending_work_without_hanging) {

@@ -266,6 +266,7 @@ TEST(classify_server_error, maps_error_prefixes) {
        errc::server_busy, errc::server_busy},
       {"TRYAGAIN Multiple keys request during rehashing of slot", errc::server_busy,
        errc::server_busy},
+      {"ERR max number of clients reached", errc::server_busy, errc::server_busy},
       {"NOSCRIPT No matching script. Please use EVAL.", errc::server_error, errc::script_error},
       {"ERR unknown command 'FOO'", errc::server_error, errc::script_error},
       {"ERR Error running script (call to f_1234): @user_script:1: user_script:1: oops",
