@@ -30,6 +30,7 @@ class category_impl final : public std::error_category {
       case errc::stopped: return "stop requested";
       case errc::shutdown: return "client shut down";
       case errc::subscription_timeout: return "subscription timed out";
+      case errc::read_only: return "server is a read-only replica (READONLY)";
     }
     return "unknown rlock error";
   }

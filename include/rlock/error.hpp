@@ -12,7 +12,7 @@
 // Codes fall into three groups, and callers usually only need the group:
 //   - the outcome is known not to have happened: invalid_argument, invalid_url, auth_failed,
 //     auth_required, not_connected, connection_refused, wrong_type, script_error, server_error,
-//     out_of_memory, not_owner, shutdown, stopped;
+//     out_of_memory, read_only, not_owner, shutdown, stopped;
 //   - the outcome is unknown (the command may or may not have run on the server): timeout,
 //     connection_lost. rlock never resends such a command unless it is idempotent;
 //   - lock liveness: lock_lost (the lock is no longer held by this owner).
@@ -71,6 +71,9 @@ enum class errc {
   shutdown,
   /// Subscribing to a channel did not complete within its deadline.
   subscription_timeout,
+  /// The server is a read-only replica (READONLY): locks must be taken on the master. The
+  /// write did not happen. Not retried: a replica stays one until it is promoted.
+  read_only,
 };
 
 /// The category of rlock::errc. Its name() is "rlock".

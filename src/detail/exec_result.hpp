@@ -39,6 +39,7 @@ inline errc classify_server_error(std::string_view text, bool from_script) {
   if (starts("NOAUTH")) return errc::auth_required;
   if (starts("WRONGPASS")) return errc::auth_failed;
   if (starts("NOPERM")) return errc::no_permission;
+  if (starts("READONLY")) return errc::read_only;
   if (starts("LOADING") || starts("BUSY") || starts("MASTERDOWN") || starts("TRYAGAIN")) {
     return errc::server_busy;
   }

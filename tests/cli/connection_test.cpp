@@ -53,6 +53,18 @@ TEST(cli_connection, a_failed_setup_step_is_named_with_the_servers_text) {
       << r.err;
 }
 
+TEST(cli_connection, a_read_only_replica_exits_69_and_says_so) {
+  redis_server master;
+  redis_server replica(
+      server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
+  temp_dir dir("rlock-cli");
+  const auto ran = dir.path() / "ran";
+  const auto r = run_rlock({"exec", "x", "--url", replica.url(), "--", "touch", ran.string()});
+  EXPECT_EQ(r.status, 69) << r.err;
+  EXPECT_NE(r.err.find("read-only replica"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(ran));
+}
+
 TEST(cli_connection, password_from_the_environment_or_a_file) {
   redis_server server(server_options{.requirepass = "s3cret"});
   temp_dir dir("rlock-cli");

@@ -145,6 +145,8 @@ std::string code_name(std::error_code ec) {
       return "shutdown";
     case rlock::errc::subscription_timeout:
       return "subscription_timeout";
+    case rlock::errc::read_only:
+      return "read_only";
   }
   return ec.message();
 }

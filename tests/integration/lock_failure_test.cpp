@@ -116,6 +116,28 @@ TEST(lock_failure, wrong_type_key_gives_a_clear_error_and_is_not_touched) {
   EXPECT_EQ(server.cli({"LRANGE", "list", "0", "-1"}), "a");
 }
 
+TEST(lock_failure, a_read_only_replica_is_named_as_such_and_left_untouched) {
+  redis_server master;
+  redis_server replica(
+      server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
+  client c(config_for(replica));
+  lock l = c.get_lock("on-replica");
+  try {
+    l.try_lock();
+    FAIL() << "a replica cannot hold a lock";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::read_only) << e.what();
+  }
+  try {
+    c.execute({"SET", "k", "v"});
+    FAIL() << "a replica refuses writes";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::read_only) << e.what();
+    EXPECT_NE(std::string(e.what()).find("READONLY"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(replica.cli({"EXISTS", "on-replica"}), "0");
+}
+
 TEST(lock_failure, bad_names_and_durations) {
   redis_server server;
   client c(config_for(server));

@@ -271,8 +271,11 @@ TEST(classify_server_error, maps_error_prefixes) {
       {"ERR unknown command 'FOO'", errc::server_error, errc::script_error},
       {"ERR Error running script (call to f_1234): @user_script:1: user_script:1: oops",
        errc::server_error, errc::script_error},
-      {"READONLY You can't write against a read only replica.", errc::server_error,
-       errc::script_error},
+      {"READONLY You can't write against a read only replica.", errc::read_only,
+       errc::read_only},
+      {"READONLY You can't write against a read only replica. script: 30ada88aea1b8902e826c526eb"
+       "aa64270516b3ec, on @user_script:1.",
+       errc::read_only, errc::read_only},
       {"", errc::server_error, errc::script_error},
   };
   for (const auto& r : rows) {
