@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common.hpp"
+#include "support/wait.hpp"
 
 namespace rlock::test {
 namespace {
@@ -123,6 +124,63 @@ TEST(security, plain_client_against_tls_server_does_not_hang) {
   const auto t0 = steady::now();
   EXPECT_TRUE(first_error(c));
   EXPECT_LT(ms_since(t0), 5000);
+}
+
+// The ACL rule the README gives for rlock users is enough for locking, waiting and hand-off.
+TEST(security, the_documented_acl_rule_is_enough_for_contended_locks) {
+  server_options o;
+  o.acl_users = {
+      "locker on >lockerpw ~* resetchannels &redisson_lock__channel:* &rlock_handoff:* -@all "
+      "+ping +client|setname +select +script|load +eval +evalsha +subscribe +unsubscribe "
+      "+publish +del +exists +get +set +hdel +hexists +hget +hincrby +hkeys +hset +pexpire "
+      "+pttl +time +zadd +zcard +zrange +zrem +zscore"};
+  redis_server server(o);
+  config cfg = config_for(server);
+  cfg.address = "redis://locker:lockerpw@127.0.0.1:" + std::to_string(server.port());
+  cfg.lock_watchdog_timeout = 300ms;  // renewed every 100 ms
+  cfg.lock_queue_liveness = 300ms;    // the waiter's entry refreshed every 100 ms
+  client holder(cfg);
+  client waiter(cfg);
+  lock held = holder.get_lock("acl-lock");
+  held.lock();
+  lock wanted = waiter.get_lock("acl-lock");
+  auto got = try_lock_then_unlock_async(wanted, 10s);
+  // Hold while the waiter's entry is refreshed four times (at least 400 ms, longer than the
+  // 300 ms lease): the holder's renewals and the waiter's refreshes both ran as this user.
+  std::string entry;
+  for (int refreshes = 0; refreshes < 5; ++refreshes) {
+    ASSERT_TRUE(wait_until(
+        [&] {
+          const auto now = server.cli({"HGETALL", "rlock_queue_live:{acl-lock}"});
+          if (now.empty() || now == entry) return false;
+          entry = now;
+          return true;
+        },
+        10s));
+  }
+  EXPECT_FALSE(held.loss_token().stop_requested());
+  held.unlock();
+  EXPECT_TRUE(got.get());
+  EXPECT_EQ(server.cli({"EXISTS", "acl-lock"}), "0");
+}
+
+// Without the channel permissions, the release's PUBLISH is refused inside the script: the
+// failure is reported as no_permission, not as a script error.
+TEST(security, an_acl_user_without_the_lock_channels_gets_no_permission) {
+  server_options o;
+  o.acl_users = {"nochan on >nochanpw ~* resetchannels +@all"};
+  redis_server server(o);
+  config cfg = config_for(server);
+  cfg.address = "redis://nochan:nochanpw@127.0.0.1:" + std::to_string(server.port());
+  client c(cfg);
+  lock l = c.get_lock("no-channels");
+  l.lock();
+  try {
+    l.unlock();
+    FAIL() << "the release publishes on a channel the user may not use";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::no_permission) << e.what();
+  }
 }
 
 }  // namespace

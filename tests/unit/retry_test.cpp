@@ -267,6 +267,12 @@ TEST(classify_server_error, maps_error_prefixes) {
       {"TRYAGAIN Multiple keys request during rehashing of slot", errc::server_busy,
        errc::server_busy},
       {"ERR max number of clients reached", errc::server_busy, errc::server_busy},
+      {"ERR The user executing the script can't publish to the channel mentioned in the "
+       "command script: 2ad327233e1aa94a829644d76797416e6c5213ce, on @user_script:1.",
+       errc::no_permission, errc::no_permission},
+      {"ERR The user executing the script can't access at least one of the keys mentioned in "
+       "the command script: 2ad327233e1aa94a829644d76797416e6c5213ce, on @user_script:1.",
+       errc::no_permission, errc::no_permission},
       {"NOSCRIPT No matching script. Please use EVAL.", errc::server_error, errc::script_error},
       {"ERR unknown command 'FOO'", errc::server_error, errc::script_error},
       {"ERR Error running script (call to f_1234): @user_script:1: user_script:1: oops",
