@@ -133,7 +133,7 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
   start_acquire(this_thread_owner_id(), opts,
                 [&w](std::error_code ec, bool ok) { w.set({ec, ok}); });
   auto r = w.take(spin());
-  if (r.ec) throw error(r.ec, "lock '" + name_ + "': " + r.ec.message());
+  if (r.ec) throw error(r.ec, "lock '" + name_ + "'");
   return r.acquired;
 }
 
@@ -180,7 +180,7 @@ void reentrant_lock::unlock() {
     throw error(ec, "attempt to unlock lock '" + name_ + "', not locked by current thread (owner " +
                         svc_->owner_field(this_thread_owner_id()) + ")");
   }
-  throw_if(ec, "unlock '" + name_ + "': " + ec.message());
+  throw_if(ec, "unlock '" + name_ + "'");
 }
 
 bool reentrant_lock::force_unlock() {
@@ -188,7 +188,7 @@ bool reentrant_lock::force_unlock() {
   detail::blocking_result<acquire_result> w;
   start_force_unlock([&w](std::error_code ec, bool existed) { w.set({ec, existed}); });
   auto r = w.take(spin());
-  throw_if(r.ec, "force_unlock '" + name_ + "': " + r.ec.message());
+  throw_if(r.ec, "force_unlock '" + name_ + "'");
   return r.acquired;
 }
 
@@ -197,7 +197,7 @@ bool reentrant_lock::is_locked() {
   detail::blocking_result<acquire_result> w;
   start_is_locked([&w](std::error_code ec, bool v) { w.set({ec, v}); });
   auto r = w.take(spin());
-  throw_if(r.ec, "is_locked '" + name_ + "': " + r.ec.message());
+  throw_if(r.ec, "is_locked '" + name_ + "'");
   return r.acquired;
 }
 
@@ -208,7 +208,7 @@ bool reentrant_lock::is_held_by_thread(std::uint64_t owner_id) {
   detail::blocking_result<std::pair<std::error_code, long long>> w;
   start_hold_count(owner_id, [&w](std::error_code ec, long long n) { w.set({ec, n}); });
   auto [ec, n] = w.take(spin());
-  throw_if(ec, "is_held_by_thread '" + name_ + "': " + ec.message());
+  throw_if(ec, "is_held_by_thread '" + name_ + "'");
   return n > 0;
 }
 
@@ -218,7 +218,7 @@ long long reentrant_lock::hold_count() {
   start_hold_count(this_thread_owner_id(),
                    [&w](std::error_code ec, long long n) { w.set({ec, n}); });
   auto [ec, n] = w.take(spin());
-  throw_if(ec, "hold_count '" + name_ + "': " + ec.message());
+  throw_if(ec, "hold_count '" + name_ + "'");
   return n;
 }
 
@@ -227,7 +227,7 @@ std::chrono::milliseconds reentrant_lock::remain_time_to_live() {
   detail::blocking_result<std::pair<std::error_code, milliseconds>> w;
   start_ttl([&w](std::error_code ec, milliseconds v) { w.set({ec, v}); });
   auto [ec, v] = w.take(spin());
-  throw_if(ec, "remain_time_to_live '" + name_ + "': " + ec.message());
+  throw_if(ec, "remain_time_to_live '" + name_ + "'");
   return v;
 }
 

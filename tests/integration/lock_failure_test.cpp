@@ -127,6 +127,7 @@ TEST(lock_failure, a_read_only_replica_is_named_as_such_and_left_untouched) {
     FAIL() << "a replica cannot hold a lock";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::read_only) << e.what();
+    EXPECT_STREQ(e.what(), "lock 'on-replica': server is a read-only replica (READONLY)");
   }
   try {
     c.execute({"SET", "k", "v"});
