@@ -151,11 +151,18 @@ TEST(connection, a_failed_setup_step_is_named_in_the_error_and_the_async_reply) 
 // maxclients reached is not a configuration error: the request waits (retried within its
 // deadline) for a connection slot instead of failing at once.
 TEST(connection, a_full_server_is_waited_for_until_a_slot_frees) {
-  redis_server server(server_options{.extra_args = {"--maxclients", "1"}});
+  // A client opens two connections at once (commands, subscriptions): the occupant takes both
+  // of the server's slots, so the client under test gets in only when the occupant leaves.
+  redis_server server(server_options{.extra_args = {"--maxclients", "2"}});
   auto occupant = std::make_unique<client>(config_for(server));
-  occupant->execute({"PING"});  // holds the server's only client slot
+  auto info = [&](const char* section) {
+    return std::string(occupant->execute({"INFO", section}).str());
+  };
+  ASSERT_TRUE(wait_until(
+      [&] { return info("clients").find("connected_clients:2") != std::string::npos; }, 10s));
   config cfg = config_for(server);
   cfg.timeout = 20s;
+  cfg.retry_attempts = 200;  // 50-100 ms apart: the slots free long before they run out
   client c(cfg);
   std::promise<std::pair<std::error_code, std::string>> p;
   c.async_execute({"PING"}, [&](std::error_code ec, reply r) {
@@ -163,12 +170,8 @@ TEST(connection, a_full_server_is_waited_for_until_a_slot_frees) {
   });
   auto f = p.get_future();
   EXPECT_TRUE(wait_until(
-      [&] {
-        const auto info = std::string(occupant->execute({"INFO", "stats"}).str());
-        return info.find("rejected_connections:0") == std::string::npos;
-      },
-      10s));
-  occupant.reset();  // frees the slot
+      [&] { return info("stats").find("rejected_connections:0") == std::string::npos; }, 10s));
+  occupant.reset();  // frees both slots
   ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
   const auto [ec, text] = f.get();
   EXPECT_FALSE(ec) << ec.message() << ": " << text;
