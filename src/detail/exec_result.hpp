@@ -47,6 +47,8 @@ inline errc classify_server_error(std::string_view text, bool from_script) {
   if (text.starts_with("ERR max number of clients reached")) return errc::server_busy;
   if (text.find("WRONGTYPE") != std::string_view::npos) return errc::wrong_type;
   if (text.find("OOM command not allowed") != std::string_view::npos) return errc::out_of_memory;
+  // Redis 6 wraps errors raised inside scripts ("ERR Error running script ...: -READONLY ...").
+  if (text.find("READONLY You can't write") != std::string_view::npos) return errc::read_only;
   // An ACL check inside a script ("ERR The user executing the script can't publish to the
   // channel mentioned in the command ..."; also commands and keys) is NOPERM by another name.
   if (text.find("The user executing the script can't") != std::string_view::npos) {

@@ -290,6 +290,14 @@ TEST(classify_server_error, maps_error_prefixes) {
   }
 }
 
+TEST(classify_server_error, finds_wrapped_readonly_in_redis_6_script_errors) {
+  EXPECT_EQ(classify_server_error("ERR Error running script (call to f_x): @user_script:1: "
+                                  "@user_script: 1: -READONLY You can't write against a read "
+                                  "only replica.",
+                                  true),
+            errc::read_only);
+}
+
 TEST(classify_server_error, finds_wrapped_wrongtype_and_oom_in_script_errors) {
   EXPECT_EQ(classify_server_error("ERR Error running script (call to f_x): @user_script:1: "
                                   "WRONGTYPE Operation against a key holding the wrong kind of "
