@@ -124,10 +124,15 @@ void connection::send_setup(std::uint64_t gen) {
     encode_command(args, bytes);
     std::string what = cmds[i][0];
     if (what == "CLIENT" || what == "SCRIPT") what += " " + cmds[i][1];
+    // The connection's name only labels it in CLIENT LIST: a server that refuses CLIENT
+    // SETNAME (the command renamed away, an ACL without it) is used all the same.
+    const bool cosmetic = what == "CLIENT SETNAME";
     entry e;
-    e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n),
+    e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic,
                   what = std::move(what)](exec_result r) {
-      if (r.ec) {
+      const bool ignored =
+          cosmetic && (r.ec == errc::server_error || r.ec == errc::no_permission);
+      if (r.ec && !ignored) {
         std::string detail = what + " failed during connection setup";
         if (!r.detail.empty()) detail += ": " + r.detail;
         self->setup_failed(gen, r.ec, std::move(detail));

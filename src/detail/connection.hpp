@@ -19,7 +19,8 @@
 // every (re)connect and reports `ready` only when all of them succeeded, all within the connect
 // timeout. Failures that do not fix themselves are sticky: AUTH, TLS, NOPERM, and any other error
 // reply to a setup command (SELECT of a database the server does not have, say). Requests fail
-// fast with that error, and the failed step's text, until a later reconnect succeeds.
+// fast with that error, and the failed step's text, until a later reconnect succeeds. CLIENT
+// SETNAME is best effort: a server that refuses it (renamed away, not in the ACL) is used anyway.
 #pragma once
 
 #include <array>

@@ -178,6 +178,19 @@ TEST(connection, a_full_server_is_waited_for_until_a_slot_frees) {
   EXPECT_EQ(text, "PONG");
 }
 
+// The connection's name is cosmetic: a server without CLIENT (renamed away, as some managed
+// services do) is used all the same.
+TEST(connection, a_server_that_refuses_client_setname_is_used_anyway) {
+  redis_server server(server_options{.extra_args = {"--rename-command", "CLIENT", ""}});
+  config cfg = config_for(server);
+  cfg.client_name = "rlock-test";
+  client c(cfg);
+  EXPECT_EQ(c.execute({"PING"}).str(), "PONG");
+  lock l = c.get_lock("no-client-command");
+  l.lock();
+  l.unlock();
+}
+
 TEST(connection, shutdown_fails_pending_work_without_hanging) {
   redis_server server;
   auto c = std::make_unique<client>(config_for(server));
