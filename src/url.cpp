@@ -155,6 +155,12 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
       a.password = decoded;
     }
   }
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    // Not echoed, like the unix query: a garbled URL may hold anything, credentials too.
+    fail(ec, why, "a redis:// URL takes no query or fragment; the database goes after '/' "
+                  "(redis://host:6379/2)");
+    return std::nullopt;
+  }
   std::string_view hostport = rest;
   std::string_view db;
   if (auto slash = rest.find('/'); slash != std::string_view::npos) {

@@ -335,6 +335,16 @@ TEST(url, rejects_unix_bad_query) {
   reject("unix:///tmp/redis.sock?");
 }
 
+TEST(url, rejects_a_query_or_fragment_on_redis_urls_without_echoing_it) {
+  const auto why = reject("redis://h:6379?db=2");
+  EXPECT_NE(why.find("the database goes after '/'"), std::string::npos) << why;
+  EXPECT_EQ(why.find("db=2"), std::string::npos) << why;
+  reject("rediss://h/2?ssl_cert_reqs=none");
+  reject("redis://h#frag");
+  reject("redis://:secret@h?x=1");
+  EXPECT_EQ(reject("redis://h?password=XYZZY").find("XYZZY"), std::string::npos);
+}
+
 TEST(url, rejection_without_why_pointer_sets_code) {
   std::error_code ec;
   auto a = rlock::parse_url("redis://h:0", ec);  // no why pointer: must not crash
