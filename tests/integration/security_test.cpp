@@ -126,7 +126,8 @@ TEST(security, plain_client_against_tls_server_does_not_hang) {
   EXPECT_LT(ms_since(t0), 5000);
 }
 
-// The ACL rule the README gives for rlock users is enough for locking, waiting and hand-off.
+// The ACL rule the README gives for rlock users is enough for locking, waiting, hand-off,
+// watchdog renewal and the queue's refresh.
 TEST(security, the_documented_acl_rule_is_enough_for_contended_locks) {
   server_options o;
   o.acl_users = {
