@@ -5,6 +5,17 @@
 // the waiting thread running instead of paying the wake-up of a sleeping one, which on virtual
 // machines costs more than the round trip itself. The cost is CPU time of the calling thread, at
 // most `spin` per blocking call, and only while polling pays (spin_policy).
+//
+// The poll yields the CPU (sched_yield) between looks instead of spinning on it. The thread that
+// completes the result (the client's I/O thread, woken by the reply) is often placed on the
+// poller's CPU; a spinning poller then holds it off until the polling time is over. Measured on
+// a 2-core VM, interleaved runs against spinning with `pause`:
+//  - one thread's GET issued 200 µs after its previous one: p90 58-77 µs, against 138-142 µs;
+//    1 ms after: mean 74-84 µs, against 92-104 µs;
+//  - 32 threads' lock+unlock cycles: 38,000-45,400/s, against 33,200-37,000/s;
+//  - 8 processes contending for one lock: 683-724 acquisitions/s, against 656-698/s;
+//  - back-to-back calls of one thread: unchanged within the runs' noise (GET mean 34-40 µs,
+//    against 34-49 µs).
 #pragma once
 
 #include <algorithm>
@@ -134,9 +145,7 @@ class blocking_result {
       bool got = false;
       while (!(got = state_.load(std::memory_order_acquire) == ready) &&
              std::chrono::steady_clock::now() < until) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        std::this_thread::yield();
       }
       policy.leave(got);
     }
