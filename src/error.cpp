@@ -31,6 +31,8 @@ class category_impl final : public std::error_category {
       case errc::shutdown: return "client shut down";
       case errc::subscription_timeout: return "subscription timed out";
       case errc::read_only: return "server is a read-only replica (READONLY)";
+      case errc::command_unavailable:
+        return "server does not know the command (unknown, renamed or disabled)";
     }
     return "unknown rlock error";
   }

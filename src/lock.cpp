@@ -29,6 +29,17 @@ struct acquire_result {
   bool acquired = false;
 };
 
+// "<context>: <reply text>" when a reply explained the failure, else the context alone; what()
+// then appends the code's message. (Redis ends some error texts with a space.)
+std::string context_with(std::string context, std::string_view reply_text) {
+  while (!reply_text.empty() && reply_text.back() == ' ') reply_text.remove_suffix(1);
+  if (!reply_text.empty()) {
+    context += ": ";
+    context += reply_text;
+  }
+  return context;
+}
+
 }  // namespace
 
 std::uint64_t this_thread_owner_id() noexcept {
@@ -66,7 +77,8 @@ void reentrant_lock::check_blocking_allowed() const {
 
 // ---- async starts ----
 
-void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb) {
+void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
+                                   std::string* error_detail) {
   if (o.lease && (*o.lease > max_lease)) {
     asio::post(executor(), [cb = std::move(cb)] { cb(make_error_code(errc::invalid_argument), false); });
     return;
@@ -81,15 +93,17 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
     if (!r.single_attempt) r.deadline = deadline_after(*o.wait);
   }
   r.stop = std::move(o.stop);
+  r.error_detail = error_detail;
   svc_->acquire(std::move(r), std::move(cb));
 }
 
-void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb) {
-  svc_->unlock(key_, owner, std::move(cb));
+void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb,
+                                  std::string* error_detail) {
+  svc_->unlock(key_, owner, std::move(cb), error_detail);
 }
 
-void reentrant_lock::start_force_unlock(callback<bool> cb) {
-  svc_->force_unlock(key_, std::move(cb));
+void reentrant_lock::start_force_unlock(callback<bool> cb, std::string* error_detail) {
+  svc_->force_unlock(key_, std::move(cb), error_detail);
 }
 
 void reentrant_lock::start_is_locked(callback<bool> cb) {
@@ -130,10 +144,11 @@ void reentrant_lock::start_ttl(callback<milliseconds> cb) {
 bool reentrant_lock::acquire(const acquire_options& opts) {
   check_blocking_allowed();
   detail::blocking_result<acquire_result> w;
-  start_acquire(this_thread_owner_id(), opts,
-                [&w](std::error_code ec, bool ok) { w.set({ec, ok}); });
+  std::string why;  // written before the callback runs, read after take()
+  start_acquire(
+      this_thread_owner_id(), opts, [&w](std::error_code ec, bool ok) { w.set({ec, ok}); }, &why);
   auto r = w.take(spin());
-  if (r.ec) throw error(r.ec, "lock '" + name_ + "'");
+  if (r.ec) throw error(r.ec, context_with("lock '" + name_ + "'", why));
   return r.acquired;
 }
 
@@ -174,21 +189,23 @@ bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
 void reentrant_lock::unlock() {
   check_blocking_allowed();
   detail::blocking_result<std::error_code> w;
-  start_unlock(this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); });
+  std::string why;
+  start_unlock(this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, &why);
   const auto ec = w.take(spin());
   if (ec == errc::not_owner) {
     throw error(ec, "attempt to unlock lock '" + name_ + "', not locked by current thread (owner " +
                         svc_->owner_field(this_thread_owner_id()) + ")");
   }
-  throw_if(ec, "unlock '" + name_ + "'");
+  throw_if(ec, context_with("unlock '" + name_ + "'", why));
 }
 
 bool reentrant_lock::force_unlock() {
   check_blocking_allowed();
   detail::blocking_result<acquire_result> w;
-  start_force_unlock([&w](std::error_code ec, bool existed) { w.set({ec, existed}); });
+  std::string why;
+  start_force_unlock([&w](std::error_code ec, bool existed) { w.set({ec, existed}); }, &why);
   auto r = w.take(spin());
-  throw_if(r.ec, "force_unlock '" + name_ + "'");
+  throw_if(r.ec, context_with("force_unlock '" + name_ + "'", why));
   return r.acquired;
 }
 

@@ -12,7 +12,7 @@
 // Codes fall into three groups, and callers usually only need the group:
 //   - the outcome is known not to have happened: invalid_argument, invalid_url, auth_failed,
 //     auth_required, not_connected, connection_refused, wrong_type, script_error, server_error,
-//     out_of_memory, read_only, not_owner, shutdown, stopped;
+//     out_of_memory, read_only, command_unavailable, not_owner, shutdown, stopped;
 //   - the outcome is unknown (the command may or may not have run on the server): timeout,
 //     connection_lost. rlock never resends such a command unless it is idempotent;
 //   - lock liveness: lock_lost (the lock is no longer held by this owner).
@@ -74,6 +74,10 @@ enum class errc {
   /// The server is a read-only replica (READONLY): locks must be taken on the master. The
   /// write did not happen. Not retried: a replica stays one until it is promoted.
   read_only,
+  /// The server does not know a command (ERR unknown command): it lacks it, or it was renamed
+  /// away or disabled, as some managed services do with scripting. rlock needs EVALSHA and
+  /// SCRIPT (see the README's Configuration section). Nothing ran. Not retried.
+  command_unavailable,
 };
 
 /// The category of rlock::errc. Its name() is "rlock".

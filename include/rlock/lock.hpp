@@ -268,9 +268,13 @@ class reentrant_lock {
   }
 
   asio::io_context::executor_type executor() const;
-  void start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb);
-  void start_unlock(std::uint64_t owner, void_callback cb);
-  void start_force_unlock(callback<bool> cb);
+  // `error_detail`, when given, receives the text of the reply that explains a failure (the
+  // server's error reply, or the transport's reason) before `cb` runs; the blocking API puts
+  // it in what().
+  void start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
+                     std::string* error_detail = nullptr);
+  void start_unlock(std::uint64_t owner, void_callback cb, std::string* error_detail = nullptr);
+  void start_force_unlock(callback<bool> cb, std::string* error_detail = nullptr);
   void start_is_locked(callback<bool> cb);
   void start_hold_count(std::uint64_t owner, callback<long long> cb);
   void start_ttl(callback<milliseconds> cb);

@@ -112,7 +112,9 @@ void connection::send_setup(std::uint64_t gen) {
   if (!opts_.client_name.empty()) cmds.push_back({"CLIENT", "SETNAME", opts_.client_name});
   for (const auto& text : opts_.scripts) cmds.push_back({"SCRIPT", "LOAD", text});
   // A final PING proves the server answers even when there is nothing else to send (and,
-  // without AUTH, surfaces NOAUTH here rather than on the first user request).
+  // without AUTH, surfaces NOAUTH here rather than on the first user request). A server that
+  // cannot persist refuses PING with MISCONF so that health checks notice; it still serves
+  // reads, and each write reports MISCONF itself, so such a connection is used.
   cmds.push_back({"PING"});
 
   std::string bytes;
@@ -127,11 +129,14 @@ void connection::send_setup(std::uint64_t gen) {
     // The connection's name only labels it in CLIENT LIST: a server that refuses CLIENT
     // SETNAME (the command renamed away, an ACL without it) is used all the same.
     const bool cosmetic = what == "CLIENT SETNAME";
+    const bool ping = what == "PING";
     entry e;
-    e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic,
+    e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic, ping,
                   what = std::move(what)](exec_result r) {
       const bool ignored =
-          cosmetic && (r.ec == errc::server_error || r.ec == errc::no_permission);
+          (cosmetic && (r.ec == errc::server_error || r.ec == errc::no_permission ||
+                        r.ec == errc::command_unavailable)) ||
+          (ping && r.ec == errc::server_error && r.detail.starts_with("MISCONF"));
       if (r.ec && !ignored) {
         std::string detail = what + " failed during connection setup";
         if (!r.detail.empty()) detail += ": " + r.detail;
@@ -161,7 +166,7 @@ void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string
     // they are until a later attempt succeeds; the rest read as not_connected meanwhile.
     const bool sticky = ec == errc::auth_failed || ec == errc::auth_required ||
                         ec == errc::tls_error || ec == errc::no_permission ||
-                        ec == errc::server_error;
+                        ec == errc::server_error || ec == errc::command_unavailable;
     last_error_ = ec;
     sticky_error_ = sticky;
     ++generation_;  // ignore late completions of this attempt

@@ -40,6 +40,13 @@ inline errc classify_server_error(std::string_view text, bool from_script) {
   if (starts("WRONGPASS")) return errc::auth_failed;
   if (starts("NOPERM")) return errc::no_permission;
   if (starts("READONLY")) return errc::read_only;
+  // The server refused to persist (MISCONF): a server condition, not a script's fault.
+  if (starts("MISCONF")) return errc::server_error;
+  // "ERR unknown command 'EVALSHA', with args beginning with: ..." (Redis 6 quotes with `):
+  // the command was renamed away or disabled; nothing ran.
+  if (text.starts_with("ERR unknown command") || text.starts_with("ERR unknown subcommand")) {
+    return errc::command_unavailable;
+  }
   if (starts("LOADING") || starts("BUSY") || starts("MASTERDOWN") || starts("TRYAGAIN")) {
     return errc::server_busy;
   }

@@ -67,6 +67,9 @@ struct lock_service::op : std::enable_shared_from_this<op> {
   bool watchdog_added_here = false;
   clock::time_point sent_at;
   bool last_written = false;
+  // The latest failed reply's code and text, for acquire_request::error_detail.
+  std::error_code last_error;
+  std::string last_error_detail;
   // Queued mode: the last enqueue's send time and the server time its reply carried, to turn a
   // hand-off's server time into a local lower bound of when the lease started.
   std::atomic<bool> enqueued{false};
@@ -303,8 +306,13 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     }
     const bool written = res.written;
     const auto sent_at = res.sent_at;
-    self->step(o, [o, r, written, server_ms, sent_at](acquire_fsm& f) {
+    std::string detail = r.ec ? std::move(res.detail) : std::string();
+    self->step(o, [o, r, written, server_ms, sent_at, &detail](acquire_fsm& f) {
       o->last_written = written;
+      if (r.ec) {
+        o->last_error = r.ec;
+        o->last_error_detail = std::move(detail);
+      }
       // A resent attempt's lease starts at its own send time, not the first attempt's.
       if (sent_at != clock::time_point{}) o->sent_at = sent_at;
       if (server_ms >= 0) {
@@ -654,6 +662,9 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     acquire(std::move(o->req), std::move(done));  // starts once the undo has landed
     return;
   }
+  if (!keep && a.ec && a.ec == o->last_error && o->req.error_detail != nullptr) {
+    *o->req.error_detail = o->last_error_detail;
+  }
   if (done) done(keep ? std::error_code{} : a.ec, keep);
 }
 
@@ -800,8 +811,8 @@ clock::time_point lock_service::valid_until(const std::string& raw_name, std::ui
   return id == 0 ? clock::time_point::min() : watchdog_->valid_until(id);
 }
 
-void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
-                          unlock_callback done) {
+void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done,
+                          std::string* error_detail) {
   std::chrono::milliseconds lease = core_->cfg().lock_watchdog_timeout;
   // Set when this unlock cancelled the hold's renewal.
   bool renewal_cancelled = false;
@@ -822,10 +833,11 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
     }
   }
   send_unlock(raw_name, lock_channel(raw_name), owner_field(owner_id), lease, "",
-              [self = shared_from_this(), raw_name, owner_id, renewal_cancelled,
+              [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, error_detail,
                done = std::move(done)](exec_result res) {
                 const unlock_outcome outcome = decode_unlock(res);
                 std::error_code ec = outcome.ec;
+                if (ec && error_detail != nullptr) *error_detail = res.detail;
                 const bool not_owner = !ec && outcome.result == unlock_result::not_owner;
                 const bool released = !ec && outcome.result == unlock_result::released;
                 std::stop_source lost;
@@ -867,7 +879,8 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id,
 }
 
 void lock_service::force_unlock(const std::string& raw_name,
-                                std::function<void(std::error_code, bool)> done) {
+                                std::function<void(std::error_code, bool)> done,
+                                std::string* error_detail) {
   const std::string channel = lock_channel(raw_name);
   const bool queued = core_->cfg().lock_queue;
   const queue_names qn = queued ? queue_names(raw_name) : queue_names();
@@ -880,26 +893,28 @@ void lock_service::force_unlock(const std::string& raw_name,
   const std::string_view args[] = {"0", "publish"};
   exec_options opts;
   opts.idempotent = true;
-  core_->eval(queued ? lock_force_unlock_queued_script() : lock_force_unlock_script(), keys, args,
-              opts, [self = shared_from_this(), raw_name, done = std::move(done)](exec_result res) {
-                std::error_code ec;
-                const bool existed = decode_force_unlock(res, ec).value_or(false);
-                std::vector<std::stop_source> lost;
-                if (existed) {
-                  // Local holders lost the lock: stop renewing and tell them now.
-                  std::lock_guard lk(self->mu_);
-                  auto it = self->entries_.find(raw_name);
-                  if (it != self->entries_.end()) {
-                    for (auto& [owner, h] : it->second.holds) {
-                      if (h.watchdog_id != 0) self->watchdog_->remove(h.watchdog_id);
-                      h.watchdog_id = 0;
-                      lost.push_back(h.lost);
-                    }
-                  }
-                }
-                for (auto& s : lost) s.request_stop();
-                done(ec, existed);
-              });
+  core_->eval(
+      queued ? lock_force_unlock_queued_script() : lock_force_unlock_script(), keys, args, opts,
+      [self = shared_from_this(), raw_name, error_detail, done = std::move(done)](exec_result res) {
+        std::error_code ec;
+        const bool existed = decode_force_unlock(res, ec).value_or(false);
+        if (ec && error_detail != nullptr) *error_detail = res.detail;
+        std::vector<std::stop_source> lost;
+        if (existed) {
+          // Local holders lost the lock: stop renewing and tell them now.
+          std::lock_guard lk(self->mu_);
+          auto it = self->entries_.find(raw_name);
+          if (it != self->entries_.end()) {
+            for (auto& [owner, h] : it->second.holds) {
+              if (h.watchdog_id != 0) self->watchdog_->remove(h.watchdog_id);
+              h.watchdog_id = 0;
+              lost.push_back(h.lost);
+            }
+          }
+        }
+        for (auto& s : lost) s.request_stop();
+        done(ec, existed);
+      });
 }
 
 }  // namespace rlock::detail

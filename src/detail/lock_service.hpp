@@ -33,6 +33,9 @@ struct acquire_request {
   clock::time_point deadline = clock::time_point::max();
   bool single_attempt = false;
   std::stop_token stop;
+  /// Optional: on a failure that a reply explains, set to its text (the server's error reply,
+  /// or the transport's reason) before the callback runs. Must outlive the callback.
+  std::string* error_detail = nullptr;
 };
 
 class lock_service : public std::enable_shared_from_this<lock_service> {
@@ -46,8 +49,11 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   void shutdown();
 
   void acquire(acquire_request req, acquire_callback done);
-  void unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done);
-  void force_unlock(const std::string& raw_name, std::function<void(std::error_code, bool)> done);
+  /// `error_detail`, when given: as acquire_request::error_detail.
+  void unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done,
+              std::string* error_detail = nullptr);
+  void force_unlock(const std::string& raw_name, std::function<void(std::error_code, bool)> done,
+                    std::string* error_detail = nullptr);
 
   /// Local view of a hold (no request): the loss token and the local lease deadline.
   std::stop_token loss_token(const std::string& raw_name, std::uint64_t owner_id);

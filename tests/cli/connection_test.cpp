@@ -65,6 +65,17 @@ TEST(cli_connection, a_read_only_replica_exits_69_and_says_so) {
   EXPECT_FALSE(std::filesystem::exists(ran));
 }
 
+TEST(cli_connection, a_server_without_evalsha_exits_69_and_says_what_rlock_needs) {
+  redis_server server(server_options{.extra_args = {"--rename-command", "EVALSHA", ""}});
+  temp_dir dir("rlock-cli");
+  const auto ran = dir.path() / "ran";
+  const auto r = run_rlock({"exec", "x", "--url", server.url(), "--", "touch", ran.string()});
+  EXPECT_EQ(r.status, 69) << r.err;
+  EXPECT_NE(r.err.find("does not know the command"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rlock needs EVALSHA and SCRIPT"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(ran));
+}
+
 TEST(cli_connection, password_from_the_environment_or_a_file) {
   redis_server server(server_options{.requirepass = "s3cret"});
   temp_dir dir("rlock-cli");

@@ -147,6 +147,8 @@ std::string code_name(std::error_code ec) {
       return "subscription_timeout";
     case rlock::errc::read_only:
       return "read_only";
+    case rlock::errc::command_unavailable:
+      return "command_unavailable";
   }
   return ec.message();
 }

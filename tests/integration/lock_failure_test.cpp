@@ -2,12 +2,14 @@
 // requests, and bad input.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <future>
 #include <thread>
 
 #include "common.hpp"
 #include "support/lock_listeners.hpp"
 #include "support/process.hpp"
+#include "support/temp_dir.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -127,7 +129,11 @@ TEST(lock_failure, a_read_only_replica_is_named_as_such_and_left_untouched) {
     FAIL() << "a replica cannot hold a lock";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::read_only) << e.what();
-    EXPECT_STREQ(e.what(), "lock 'on-replica': server is a read-only replica (READONLY)");
+    // The server's words, then the code's message, once.
+    const std::string what = e.what();
+    EXPECT_TRUE(what.starts_with("lock 'on-replica': READONLY You can't write")) << what;
+    EXPECT_TRUE(what.ends_with(": server is a read-only replica (READONLY)")) << what;
+    EXPECT_EQ(what.find("read-only replica"), what.rfind("read-only replica")) << what;
   }
   try {
     c.execute({"SET", "k", "v"});
@@ -137,6 +143,66 @@ TEST(lock_failure, a_read_only_replica_is_named_as_such_and_left_untouched) {
     EXPECT_NE(std::string(e.what()).find("READONLY"), std::string::npos) << e.what();
   }
   EXPECT_EQ(replica.cli({"EXISTS", "on-replica"}), "0");
+}
+
+TEST(lock_failure, a_server_without_evalsha_is_named_as_such_and_left_untouched) {
+  // Some managed services rename or disable scripting; rlock cannot lock without EVALSHA.
+  redis_server server(server_options{.extra_args = {"--rename-command", "EVALSHA", ""}});
+  client c(config_for(server));
+  lock l = c.get_lock("no-scripts");
+  for (const bool wait : {false, true}) {
+    try {
+      if (wait) {
+        l.lock();
+      } else {
+        l.try_lock();
+      }
+      FAIL() << "locked without EVALSHA";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::command_unavailable) << e.what();
+      const std::string what = e.what();
+      EXPECT_TRUE(what.starts_with("lock 'no-scripts': ERR unknown command")) << what;
+      EXPECT_NE(what.find("EVALSHA"), std::string::npos) << what;
+    }
+  }
+  try {
+    l.unlock();
+    FAIL() << "unlocked without EVALSHA";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::command_unavailable) << e.what();
+  }
+  EXPECT_EQ(server.cli({"DBSIZE"}), "0");
+}
+
+TEST(lock_failure, a_generic_server_error_reaches_what_with_the_servers_text) {
+  // MISCONF: the server refuses writes after a failed snapshot. Its data directory is removed
+  // under it, so the next BGSAVE cannot create its file.
+  temp_dir data("rlock-misconf");
+  redis_server server(
+      server_options{.extra_args = {"--dir", data.path().string(), "--save", "3600 1"}});
+  std::filesystem::remove_all(data.path());
+  server.cli({"BGSAVE"});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return server.cli({"INFO", "persistence"}).find("rdb_last_bgsave_status:err") !=
+               std::string::npos;
+      },
+      10s));
+  client c(config_for(server));
+  lock l = c.get_lock("misconf");
+  try {
+    l.try_lock();
+    FAIL() << "locked on a server that refuses writes";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::server_error) << e.what();
+    const std::string what = e.what();
+    EXPECT_TRUE(what.starts_with("lock 'misconf': MISCONF")) << what;
+    EXPECT_TRUE(what.ends_with(": server error")) << what;
+  }
+  // Reads are still served (Redis refuses PING in this state, which the connection's setup
+  // sends): a lock can be inspected.
+  EXPECT_TRUE(c.execute({"EXISTS", "misconf"}).integer() == 0);
+  EXPECT_FALSE(l.is_locked());
 }
 
 TEST(lock_failure, bad_names_and_durations) {

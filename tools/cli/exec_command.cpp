@@ -152,7 +152,10 @@ int run_exec(const exec_options& o) {
                               " while waiting for '" + o.name + "'; the command was not run");
     case acquire_outcome::failed:
       throw command_error(exit_code_for(acquired.error),
-                          "cannot acquire '" + o.name + "': " + acquired.error.message());
+                          "cannot acquire '" + o.name + "': " + acquired.error.message() +
+                              (acquired.error == rlock::errc::command_unavailable
+                                   ? " (rlock needs EVALSHA and SCRIPT; see 'man rlock')"
+                                   : ""));
   }
   if (o.verbose) {
     write_stderr("rlock: acquired '" + o.name + "' after " + format_duration(acquired.waited) +

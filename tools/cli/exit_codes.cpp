@@ -17,6 +17,7 @@ int exit_code_for(std::error_code ec) noexcept {
     case rlock::errc::subscription_timeout:
     case rlock::errc::server_busy:
     case rlock::errc::read_only:
+    case rlock::errc::command_unavailable:
       return exit_codes::unavailable;
     case rlock::errc::wrong_type:
       return exit_codes::data_error;

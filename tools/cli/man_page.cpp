@@ -64,6 +64,14 @@ std::string make_man_page(const CLI::App& app, const std::string& version) {
     }
   }
   out << ".SH ENVIRONMENT\n" << literal_block(connection_environment_help());
+  out << ".SH SERVER\n"
+      << literal_block(
+             "Locks are Lua scripts run with EVALSHA; rlock loads them with SCRIPT LOAD and sends\n"
+             "EVAL when the server has lost them. A server that renamed or disabled those\n"
+             "commands (rename-command) cannot serve locks: rlock says the server does not know\n"
+             "the command and exits 69. CLIENT may be renamed away. An ACL user also needs the\n"
+             "commands the scripts run and the lock channels: the rule is in the README\n"
+             "(Configuration).\n");
   out << ".SH EXIT STATUS\n"
       << literal_block(
              "0    success (exec: the command's own status is passed through)\n"
@@ -72,7 +80,8 @@ std::string make_man_page(const CLI::App& app, const std::string& version) {
              "65   the key is not a lock\n"
              "66   --password-file or a TLS file cannot be read\n"
              "69   server unavailable (refused, unreachable, authentication, TLS, a read-only\n"
-             "     replica, no answer within --connect-timeout)\n"
+             "     replica, a command rlock needs renamed or disabled, no answer within\n"
+             "     --connect-timeout)\n"
              "70   other server or library error\n"
              "75   exec: not acquired within --wait (--conflict-exit-code)\n"
              "76   exec: the lock was lost while the command ran (--lost-exit-code)\n"
