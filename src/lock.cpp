@@ -77,8 +77,7 @@ void reentrant_lock::check_blocking_allowed() const {
 
 // ---- async starts ----
 
-void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
-                                   std::string* error_detail) {
+void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb) {
   if (o.lease && (*o.lease > max_lease)) {
     asio::post(executor(), [cb = std::move(cb)] { cb(make_error_code(errc::invalid_argument), false); });
     return;
@@ -93,7 +92,7 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
     if (!r.single_attempt) r.deadline = deadline_after(*o.wait);
   }
   r.stop = std::move(o.stop);
-  r.error_detail = error_detail;
+  r.error_detail = o.error_detail;
   svc_->acquire(std::move(r), std::move(cb));
 }
 
@@ -145,10 +144,15 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
   check_blocking_allowed();
   detail::blocking_result<acquire_result> w;
   std::string why;  // written before the callback runs, read after take()
-  start_acquire(
-      this_thread_owner_id(), opts, [&w](std::error_code ec, bool ok) { w.set({ec, ok}); }, &why);
+  acquire_options o = opts;
+  o.error_detail = &why;
+  start_acquire(this_thread_owner_id(), std::move(o),
+                [&w](std::error_code ec, bool ok) { w.set({ec, ok}); });
   auto r = w.take(spin());
-  if (r.ec) throw error(r.ec, context_with("lock '" + name_ + "'", why));
+  if (r.ec) {
+    if (opts.error_detail != nullptr && !why.empty()) *opts.error_detail = why;
+    throw error(r.ec, context_with("lock '" + name_ + "'", why));
+  }
   return r.acquired;
 }
 

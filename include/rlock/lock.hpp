@@ -88,6 +88,11 @@ struct acquire_options {
   std::optional<std::chrono::milliseconds> lease;
   /// A stop request ends the wait with errc::stopped and leaves nothing held.
   std::stop_token stop;
+  /// Optional, for the asynchronous API (completion handlers carry only the code): when the
+  /// acquire fails and a reply explains why (the server's error text, MISCONF say, or the
+  /// transport's reason), the text is stored here before the handler runs; otherwise it is
+  /// left as it was. Must outlive the operation. The blocking API puts it in what().
+  std::string* error_detail = nullptr;
 };
 
 class reentrant_lock {
@@ -270,9 +275,8 @@ class reentrant_lock {
   asio::io_context::executor_type executor() const;
   // `error_detail`, when given, receives the text of the reply that explains a failure (the
   // server's error reply, or the transport's reason) before `cb` runs; the blocking API puts
-  // it in what().
-  void start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
-                     std::string* error_detail = nullptr);
+  // it in what(). (start_acquire takes it in acquire_options.)
+  void start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb);
   void start_unlock(std::uint64_t owner, void_callback cb, std::string* error_detail = nullptr);
   void start_force_unlock(callback<bool> cb, std::string* error_detail = nullptr);
   void start_is_locked(callback<bool> cb);

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli_harness.hpp"
+#include "support/misconf.hpp"
 #include "support/redis_server.hpp"
 #include "support/temp_dir.hpp"
 
@@ -74,6 +75,21 @@ TEST(cli_connection, a_server_without_evalsha_exits_69_and_says_what_rlock_needs
   EXPECT_NE(r.err.find("does not know the command"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rlock needs EVALSHA and SCRIPT"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(ran));
+}
+
+TEST(cli_connection, a_server_refusing_writes_gives_its_reason_and_can_still_be_inspected) {
+  temp_dir data("rlock-misconf");
+  redis_server server(misconf_options(data.path()));
+  ASSERT_TRUE(break_persistence(server, data.path()));
+  temp_dir dir("rlock-cli");
+  const auto ran = dir.path() / "ran";
+  const auto r = run_rlock({"exec", "x", "--url", server.url(), "--", "touch", ran.string()});
+  EXPECT_EQ(r.status, 70) << r.err;
+  EXPECT_NE(r.err.find("cannot acquire 'x': server error; MISCONF"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(ran));
+  // Redis refuses PING in this state; reads still work, and so does inspection.
+  const auto status = run_rlock({"status", "x", "--url", server.url()});
+  EXPECT_EQ(status.status, 0) << status.err;
 }
 
 TEST(cli_connection, password_from_the_environment_or_a_file) {

@@ -2,12 +2,12 @@
 // requests, and bad input.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <future>
 #include <thread>
 
 #include "common.hpp"
 #include "support/lock_listeners.hpp"
+#include "support/misconf.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
@@ -175,19 +175,10 @@ TEST(lock_failure, a_server_without_evalsha_is_named_as_such_and_left_untouched)
 }
 
 TEST(lock_failure, a_generic_server_error_reaches_what_with_the_servers_text) {
-  // MISCONF: the server refuses writes after a failed snapshot. Its data directory is removed
-  // under it, so the next BGSAVE cannot create its file.
+  // MISCONF: the server refuses writes after a failed snapshot.
   temp_dir data("rlock-misconf");
-  redis_server server(
-      server_options{.extra_args = {"--dir", data.path().string(), "--save", "3600 1"}});
-  std::filesystem::remove_all(data.path());
-  server.cli({"BGSAVE"});
-  ASSERT_TRUE(wait_until(
-      [&] {
-        return server.cli({"INFO", "persistence"}).find("rdb_last_bgsave_status:err") !=
-               std::string::npos;
-      },
-      10s));
+  redis_server server(misconf_options(data.path()));
+  ASSERT_TRUE(break_persistence(server, data.path()));
   client c(config_for(server));
   lock l = c.get_lock("misconf");
   try {

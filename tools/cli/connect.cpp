@@ -69,7 +69,9 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     }
   }
   std::lock_guard lk(result->mu);
-  if (result->ec) {
+  // A server that cannot persist answers PING with MISCONF (so that health checks notice) but
+  // serves reads: it is reachable. Writes then report MISCONF themselves.
+  if (result->ec && !result->why.starts_with("MISCONF")) {
     const int code = exit_code_for(result->ec);
     std::string text = "cannot use " + where + ": " + result->ec.message();
     if (!result->why.empty()) text += "; " + result->why;

@@ -22,6 +22,7 @@ struct completion {
   bool done = false;
   std::error_code ec;
   bool acquired = false;
+  std::string error_detail;  // written by the library before the handler runs
   event_flag flag;
 };
 
@@ -41,6 +42,7 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
   opts.wait = request.wait;
   opts.lease = request.lease;
   opts.stop = stop.get_token();
+  opts.error_detail = &result->error_detail;
   lock.async_acquire(request.owner, opts, [result](std::error_code ec, bool acquired) {
     std::lock_guard lk(result->mu);
     result->done = true;
@@ -103,6 +105,8 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
   if (result->ec) {
     out.outcome = acquire_outcome::failed;
     out.error = result->ec;
+    out.error_detail = result->error_detail;
+    while (!out.error_detail.empty() && out.error_detail.back() == ' ') out.error_detail.pop_back();
     return out;
   }
   out.outcome = result->acquired ? acquire_outcome::acquired : acquire_outcome::not_acquired;

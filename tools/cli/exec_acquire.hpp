@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <rlock/client.hpp>
+#include <string>
 #include <system_error>
 
 #include "signal_channel.hpp"
@@ -27,8 +28,9 @@ enum class acquire_outcome { acquired, not_acquired, interrupted, failed };
 
 struct acquire_result {
   acquire_outcome outcome = acquire_outcome::failed;
-  int signal = 0;           ///< interrupted: the signal
-  std::error_code error{};  ///< failed: the library's error
+  int signal = 0;              ///< interrupted: the signal
+  std::error_code error{};     ///< failed: the library's error
+  std::string error_detail{};  ///< failed: the reply's text that explains it, if any
   std::chrono::milliseconds waited{0};
 };
 

@@ -155,7 +155,8 @@ int run_exec(const exec_options& o) {
                           "cannot acquire '" + o.name + "': " + acquired.error.message() +
                               (acquired.error == rlock::errc::command_unavailable
                                    ? " (rlock needs EVALSHA and SCRIPT; see 'man rlock')"
-                                   : ""));
+                                   : "") +
+                              (acquired.error_detail.empty() ? "" : "; " + acquired.error_detail));
   }
   if (o.verbose) {
     write_stderr("rlock: acquired '" + o.name + "' after " + format_duration(acquired.waited) +
