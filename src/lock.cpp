@@ -30,9 +30,8 @@ struct acquire_result {
 };
 
 // "<context>: <reply text>" when a reply explained the failure, else the context alone; what()
-// then appends the code's message. (Redis ends some error texts with a space.)
+// then appends the code's message.
 std::string context_with(std::string context, std::string_view reply_text) {
-  while (!reply_text.empty() && reply_text.back() == ' ') reply_text.remove_suffix(1);
   if (!reply_text.empty()) {
     context += ": ";
     context += reply_text;

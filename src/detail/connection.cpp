@@ -405,7 +405,11 @@ void connection::handle_reply(reply r, completions& out) {
   res.written = true;
   if (r.is_error()) {
     res.ec = make_error_code(classify_server_error(r.str(), done.req.from_script));
-    res.detail = std::string(r.str());
+    // Redis ends some error texts with a space ("... with args beginning with: 'x' "); the
+    // detail goes into messages, followed by more text.
+    std::string_view text = r.str();
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    res.detail = std::string(text);
   }
   res.value = std::move(r);
   out.emplace_back(std::move(done.req.done), std::move(res));

@@ -106,7 +106,6 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
     out.outcome = acquire_outcome::failed;
     out.error = result->ec;
     out.error_detail = result->error_detail;
-    while (!out.error_detail.empty() && out.error_detail.back() == ' ') out.error_detail.pop_back();
     return out;
   }
   out.outcome = result->acquired ? acquire_outcome::acquired : acquire_outcome::not_acquired;
