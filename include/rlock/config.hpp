@@ -109,7 +109,11 @@ struct config {
   /// is never resent unless it is idempotent.
   int retry_attempts = 4;
   /// Equal-jitter delay between attempts: attempt k waits half of min(base * 2^k, max) plus a
-  /// random amount up to that half (Redisson's EqualJitterDelay(1000 ms, 2 s)).
+  /// random amount up to that half (Redisson's EqualJitterDelay(1000 ms, 2 s)). A call with a
+  /// deadline (try_lock(wait), an acquire's deadline) never starts an attempt at or after it:
+  /// when the delay would pass the deadline, the next attempt starts halfway between now and
+  /// the deadline instead, or, with less than 20 ms left, the call fails with the last error.
+  /// (A server LOADING or BUSY for a moment does not fail a try_lock(1s) at once.)
   std::chrono::milliseconds retry_delay_base = 1000ms;
   std::chrono::milliseconds retry_delay_max = 2000ms;
   /// Interval of PING health checks on idle connections; 0 turns them off.

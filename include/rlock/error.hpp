@@ -57,7 +57,8 @@ enum class errc {
   /// The reply stream could not be parsed; the connection is closed and re-opened.
   protocol_error,
   /// The server is loading its data set, a script is busy, or it has as many clients as its
-  /// maxclients allows; retried until the deadline.
+  /// maxclients allows; retried until the deadline. Also reported while a connection whose
+  /// setup met such an answer waits to reconnect. Nothing ran.
   server_busy,
   /// The calling owner does not hold the lock it tried to unlock or extend.
   not_owner,

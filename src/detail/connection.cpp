@@ -236,8 +236,13 @@ void connection::submit(request r) {
     // Not connected: fail fast with the reason; the caller's retry policy decides what next.
     // (idle means start() was called and the connect is about to begin: such requests queue,
     // as they do while connecting.)
+    // A refusal, and a server that answered the setup with LOADING or BUSY, are reported as
+    // such: they say more than "not connected" and are just as transient.
     std::error_code ec = sticky_error_ ? last_error_ : make_error_code(errc::not_connected);
-    if (!sticky_error_ && last_error_ == errc::connection_refused) ec = last_error_;
+    if (!sticky_error_ &&
+        (last_error_ == errc::connection_refused || last_error_ == errc::server_busy)) {
+      ec = last_error_;
+    }
     std::string detail = last_error_detail_;
     lk.unlock();
     asio::post(strand_, [cb = std::move(r.done), ec, detail = std::move(detail)]() mutable {

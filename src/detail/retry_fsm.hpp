@@ -1,6 +1,7 @@
 // Sans-I/O retry policy for one request: Redisson's retryAttempts/retryDelay, bounded by a
 // deadline on steady_clock, and never resending a command whose outcome is unknown unless the
-// caller marked it idempotent.
+// caller marked it idempotent. No attempt starts at or after the deadline; when the policy's
+// delay would pass it, the next attempt starts halfway between now and the deadline instead.
 #pragma once
 
 #include <chrono>
@@ -37,9 +38,19 @@ class retry_fsm {
     const bool outcome_unknown = written && ec != errc::server_busy;
     if (outcome_unknown && !idempotent_) return {};
     if (attempts_ >= max_attempts_) return {};
-    if (now + next_delay >= deadline_) return {};
-    return {action::kind::retry_after, next_delay};
+    if (now >= deadline_) return {};
+    if (now + next_delay < deadline_) return {action::kind::retry_after, next_delay};
+    // The policy's delay would pass the deadline. Rather than give up with time left (a server
+    // LOADING or BUSY for a moment, a reconnect under way), the next attempt starts halfway to
+    // the deadline, leaving the other half for the attempt itself; too little time left for
+    // that, and the request fails now.
+    const auto half = std::chrono::duration_cast<std::chrono::milliseconds>((deadline_ - now) / 2);
+    if (half < min_delay_before_deadline) return {};
+    return {action::kind::retry_after, half};
   }
+
+  /// The shortest wait worth an attempt when the policy's delay would pass the deadline.
+  static constexpr std::chrono::milliseconds min_delay_before_deadline{10};
 
   int attempts() const { return attempts_; }
   clock::time_point deadline() const { return deadline_; }

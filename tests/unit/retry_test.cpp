@@ -178,17 +178,10 @@ TEST(retry_fsm, deadline_stops_retries) {
   const auto deadline = t0 + 1000ms;
   {
     retry_fsm f(10, false, deadline);
-    // now + delay < deadline: retry.
-    EXPECT_EQ(f.on_result(ec_of(errc::not_connected), false, t0, 999ms).what, kind::retry_after);
-  }
-  {
-    retry_fsm f(10, false, deadline);
-    // now + delay == deadline: done (the retry could not complete before the deadline).
-    EXPECT_EQ(f.on_result(ec_of(errc::not_connected), false, t0, 1000ms).what, kind::done);
-  }
-  {
-    retry_fsm f(10, false, deadline);
-    EXPECT_EQ(f.on_result(ec_of(errc::not_connected), false, t0, 1001ms).what, kind::done);
+    // now + delay < deadline: retry after the policy's delay.
+    const auto a = f.on_result(ec_of(errc::not_connected), false, t0, 999ms);
+    EXPECT_EQ(a.what, kind::retry_after);
+    EXPECT_EQ(a.delay, 999ms);
   }
   {
     retry_fsm f(10, false, deadline);
@@ -198,22 +191,51 @@ TEST(retry_fsm, deadline_stops_retries) {
     EXPECT_EQ(g.on_result(ec_of(errc::not_connected), false, deadline + 5ms, 0ms).what,
               kind::done);
   }
+  {
+    retry_fsm f(10, false, deadline);
+    // Too little time left for a wait of at least min_delay_before_deadline and an attempt.
+    const auto now = deadline - 2 * retry_fsm::min_delay_before_deadline + 1ms;
+    EXPECT_EQ(f.on_result(ec_of(errc::server_busy), true, now, 1000ms).what, kind::done);
+  }
+}
+
+// A delay that would pass the deadline is cut to half of the time left: a request with a short
+// deadline still gets another attempt (a server LOADING or BUSY for a moment, a reconnect under
+// way) instead of failing at once with most of its time unused.
+TEST(retry_fsm, a_delay_past_the_deadline_becomes_half_the_time_left) {
+  const auto deadline = t0 + 1000ms;
+  for (const auto delay : {1000ms, 1001ms, 1500ms, 60000ms}) {
+    retry_fsm f(10, false, deadline);
+    const auto a = f.on_result(ec_of(errc::server_busy), true, t0, delay);
+    EXPECT_EQ(a.what, kind::retry_after) << delay.count();
+    EXPECT_EQ(a.delay, 500ms) << delay.count();
+  }
+  retry_fsm f(10, false, deadline);
+  const auto a = f.on_result(ec_of(errc::not_connected), false, t0 + 900ms, 1000ms);
+  EXPECT_EQ(a.what, kind::retry_after);
+  EXPECT_EQ(a.delay, 50ms);
+  // The cut never makes a request resendable: an unknown outcome still ends it.
+  retry_fsm g(10, false, deadline);
+  EXPECT_EQ(g.on_result(ec_of(errc::timeout), true, t0, 1500ms).what, kind::done);
 }
 
 TEST(retry_fsm, deadline_cuts_a_sequence_of_retries_short) {
   const auto deadline = t0 + 3500ms;
   retry_fsm f(100, true, deadline);
   auto now = t0;
-  int retries = 0;
+  std::vector<long long> starts;
   for (;;) {
     const auto a = f.on_result(ec_of(errc::timeout), true, now, 1000ms);
     if (a.what == kind::done) break;
-    ++retries;
-    now += a.delay + 10ms;  // the attempt itself takes 10 ms
+    now += a.delay;
+    starts.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(now - t0).count());
+    EXPECT_LT(now, deadline) << "no attempt starts at or after the deadline";
+    now += 10ms;  // the attempt itself takes 10 ms
   }
-  // Retries start at t0, 1010, 2020; at 3030 + 1000 >= 3500 it stops.
-  EXPECT_EQ(retries, 3);
-  EXPECT_EQ(f.attempts(), 4);
+  // The policy's delay while it fits (attempts at 1000, 2010, 3020), then half of what is left
+  // (3030 + 235, 3275 + 112, 3397 + 51, 3458 + 21); at 3489 the 11 ms left are too few.
+  EXPECT_EQ(starts, (std::vector<long long>{1000, 2010, 3020, 3265, 3387, 3448, 3479}));
+  EXPECT_EQ(f.attempts(), 8);
   EXPECT_EQ(f.deadline(), deadline);
 }
 
