@@ -4,6 +4,11 @@
 `perf record -g` (following forked workers) and returns the top of `perf report` (self time per
 symbol, at least PERCENT_LIMIT %) as text, or None with the reason when perf is missing or not
 permitted. Bounded by timeouts; the perf data lives in a temporary directory that is removed.
+
+`sched_latency(...)` runs the same under `perf sched record` and returns, for rlock's threads and
+the Redis server, the scheduler's wake-up delays (`perf sched latency`: from a thread's wake-up to
+when it runs). A latency target (hand-off, utilisation) is missed in those delays, not in CPU
+time, which a CPU profile cannot show.
 """
 import re
 import shutil
@@ -13,6 +18,7 @@ import tempfile
 import compare_rlock
 import compare_workers
 
+SCHED_TASKS = ("rlock", "redis-server")
 PERCENT_LIMIT = "1.5"
 TOP_LINES = 30
 FREQUENCY_HZ = "999"
@@ -40,5 +46,59 @@ def profile(binary, port, scenario, options, seconds):
         if not rows:
             return None, "perf report printed nothing: " + report.stderr.strip()[:200]
         return "\n".join(rows[:TOP_LINES]), None
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# "  rlock:(35)   |   822.989 ms |   3069 | avg:   0.083 ms | max:   8.925 ms | max start: ..."
+_SCHED_ROW = re.compile(r"^\s*(?P<comm>.+?):(?:\(\d+\)|\d+)\s*\|\s*(?P<run>[\d.]+) ms\s*\|"
+                        r"\s*(?P<switches>\d+)\s*\|\s*avg:\s*(?P<avg>[\d.]+) ms\s*\|"
+                        r"\s*max:\s*(?P<max>[\d.]+) ms")
+
+
+def parse_sched_latency(text, tasks=SCHED_TASKS):
+    """Rows of `perf sched latency` for the given commands, summed per command: runtime ms,
+    switches, mean wake-up delay µs (weighted by switches), max wake-up delay µs."""
+    rows = {}
+    for line in text.splitlines():
+        m = _SCHED_ROW.match(line)
+        if not m or m.group("comm") not in tasks:
+            continue
+        r = rows.setdefault(m.group("comm"), {"task": m.group("comm"), "runtime_ms": 0.0,
+                                              "switches": 0, "delay_sum_us": 0.0,
+                                              "max_delay_us": 0.0})
+        switches = int(m.group("switches"))
+        r["runtime_ms"] += float(m.group("run"))
+        r["switches"] += switches
+        r["delay_sum_us"] += float(m.group("avg")) * 1000.0 * switches
+        r["max_delay_us"] = max(r["max_delay_us"], float(m.group("max")) * 1000.0)
+    out = []
+    for task in tasks:
+        if task in rows:
+            r = rows[task]
+            r["avg_delay_us"] = r["delay_sum_us"] / r["switches"] if r["switches"] else 0.0
+            del r["delay_sum_us"]
+            out.append(r)
+    return out
+
+
+def sched_latency(binary, port, scenario, options, seconds):
+    if not shutil.which("perf"):
+        return None, "perf is not installed"
+    workdir = tempfile.mkdtemp(prefix="rlock-compare-sched-")
+    try:
+        data = workdir + "/sched.data"
+        argv = ["perf", "sched", "record", "-o", data, "--", binary, "bench", scenario] + options + \
+            ["--json", "--url", compare_rlock.url(port)]
+        try:
+            compare_workers.run_bounded(argv, seconds + compare_rlock.RUN_MARGIN_S, accept=(0, 1))
+        except RuntimeError as e:
+            return None, "perf sched record failed: %s" % e
+        report = subprocess.run(["perf", "sched", "latency", "-i", data], capture_output=True,
+                                text=True, timeout=300, check=False)
+        rows = parse_sched_latency(report.stdout)
+        if not rows:
+            return None, "perf sched latency printed no rlock rows: " + report.stderr.strip()[:200]
+        return rows, None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -333,6 +333,17 @@ def _missed(results):
                       "```", ""]
         else:
             lines += ["(no profile: %s)" % p.get("reason"), ""]
+        if p.get("sched"):
+            lines += ["perf sched latency, the same scenario run again: a thread's wake-up delay is"
+                      " the time from its wake-up (a reply, a message, a futex) to when it runs.",
+                      ""]
+            lines += _table(["task", "runtime ms", "switches", "mean wake-up delay µs",
+                             "max wake-up delay µs"],
+                            [[r["task"], _f(r["runtime_ms"]), _f(r["switches"]),
+                              _f(r["avg_delay_us"], 1), _f(r["max_delay_us"])]
+                             for r in p["sched"]])
+        elif "sched_reason" in p:
+            lines += ["(no scheduler profile: %s)" % p.get("sched_reason"), ""]
     return lines
 
 

@@ -127,8 +127,14 @@ def _profile_misses(binary, port, d, results):
         options = list(options)
         _log("perf profile: rlock bench %s %s" % (scenario, " ".join(options)))
         text, reason = compare_profile.profile(binary, port, scenario, options, seconds)
-        results["profiles"].append({"argv": "rlock bench %s %s" % (scenario, " ".join(options)),
-                                    "text": text, "reason": reason})
+        entry = {"argv": "rlock bench %s %s" % (scenario, " ".join(options)), "text": text,
+                 "reason": reason}
+        if scenario == "contended":
+            # Hand-off and utilisation are latencies: where they go is in the wake-up delays.
+            _log("perf sched: rlock bench %s %s" % (scenario, " ".join(options)))
+            entry["sched"], entry["sched_reason"] = compare_profile.sched_latency(
+                binary, port, scenario, options, seconds)
+        results["profiles"].append(entry)
 
 
 def _paths(out_dir, repo):

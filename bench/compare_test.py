@@ -7,6 +7,7 @@ ctest (bench_compare_python), or: cd bench && python3 -m unittest -v compare_tes
 import unittest
 
 import compare_monitor
+import compare_profile
 import compare_stats
 
 
@@ -137,3 +138,32 @@ class monitor_accounting(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class sched_latency(unittest.TestCase):
+    TEXT = """
+ ---------------------------------------------------------------------------------------------
+  Task                  |   Runtime ms  | Switches | Avg delay ms    | Max delay ms    | Max delay start
+ ---------------------------------------------------------------------------------------------
+  rlock:(35)            |    822.989 ms |     3069 | avg:   0.083 ms | max:   8.925 ms | max start:  1615.504555 s
+  redis-server:3989     |    505.036 ms |     5562 | avg:   0.048 ms | max:   1.965 ms | max start:  1616.548928 s
+  rlock:4242            |     10.000 ms |        1 | avg:   0.200 ms | max:   0.200 ms | max start:  1616.000000 s
+  memfd:sealed-91:1240  |      3.224 ms |        3 | avg:   0.039 ms | max:   0.082 ms | max start:  1616.416447 s
+  perf:(2)              |      3.940 ms |        1 | avg:   0.000 ms | max:   0.000 ms | max start:     0.000000 s
+ ---------------------------------------------------------------------------------------------
+  TOTAL:                |   1340.029 ms |     8646 |
+"""
+
+    def test_rows_are_summed_per_command_with_a_switch_weighted_mean(self):
+        rows = compare_profile.parse_sched_latency(self.TEXT)
+        self.assertEqual([r["task"] for r in rows], ["rlock", "redis-server"])
+        rlock, redis = rows
+        self.assertAlmostEqual(rlock["runtime_ms"], 832.989)
+        self.assertEqual(rlock["switches"], 3070)
+        self.assertAlmostEqual(rlock["avg_delay_us"], (83 * 3069 + 200) / 3070)
+        self.assertAlmostEqual(rlock["max_delay_us"], 8925.0)
+        self.assertEqual(redis["switches"], 5562)
+        self.assertAlmostEqual(redis["avg_delay_us"], 48.0)
+
+    def test_nothing_of_interest_gives_no_rows(self):
+        self.assertEqual(compare_profile.parse_sched_latency("  perf:(2) | 3.9 ms | 1 |\n"), [])
