@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "detail/blocking.hpp"
+#include "detail/connection.hpp"
 #include "detail/core.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/lock_scripts.hpp"
@@ -17,9 +18,17 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
 
 reply take_or_throw(detail::blocking_result<detail::exec_result>& w,
                     std::chrono::microseconds spin) {
-  detail::exec_result r = w.take(spin);
+  // While it polls, the caller reads its reply itself if it can (connection::poll_replies).
+  detail::exec_result r = w.take(spin, &detail::connection::poll_replies_of_this_thread);
   if (r.ec) throw error(r.ec, r.detail.empty() ? r.ec.message() : r.detail);
   return std::move(r.value);
+}
+
+// A blocking call's completion only hands the result to the waiting thread: it may run there.
+detail::exec_options blocking_options() {
+  detail::exec_options o;
+  o.completes_on_caller = true;
+  return o;
 }
 
 // The reply an asynchronous caller gets: on a failure the server did not answer with an error
@@ -92,7 +101,7 @@ reply client::execute(const std::vector<std::string>& args) {
   if (args.empty()) throw error(make_error_code(errc::invalid_argument), "empty command");
   detail::blocking_result<detail::exec_result> w;
   auto v = views(args);
-  core_->exec(v, {}, [&w](detail::exec_result r) { w.set(std::move(r)); });
+  core_->exec(v, blocking_options(), [&w](detail::exec_result r) { w.set(std::move(r)); });
   return take_or_throw(w, core_->cfg().blocking_spin);
 }
 
@@ -101,7 +110,7 @@ reply client::eval(const script& s, const std::vector<std::string>& keys,
   detail::blocking_result<detail::exec_result> w;
   auto k = views(keys);
   auto a = views(args);
-  core_->eval(s, k, a, {}, [&w](detail::exec_result r) { w.set(std::move(r)); });
+  core_->eval(s, k, a, blocking_options(), [&w](detail::exec_result r) { w.set(std::move(r)); });
   return take_or_throw(w, core_->cfg().blocking_spin);
 }
 

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "detail/blocking.hpp"
+#include "detail/connection.hpp"
 #include "detail/lock_service.hpp"
 
 namespace rlock {
@@ -76,7 +77,8 @@ void reentrant_lock::check_blocking_allowed() const {
 
 // ---- async starts ----
 
-void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb) {
+void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
+                                   bool blocking) {
   if (o.lease && (*o.lease > max_lease)) {
     asio::post(executor(), [cb = std::move(cb)] { cb(make_error_code(errc::invalid_argument), false); });
     return;
@@ -92,12 +94,13 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   }
   r.stop = std::move(o.stop);
   r.error_detail = o.error_detail;
+  r.completes_on_caller = blocking;
   svc_->acquire(std::move(r), std::move(cb));
 }
 
 void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb,
-                                  std::string* error_detail) {
-  svc_->unlock(key_, owner, std::move(cb), error_detail);
+                                  std::string* error_detail, bool blocking) {
+  svc_->unlock(key_, owner, std::move(cb), error_detail, blocking);
 }
 
 void reentrant_lock::start_force_unlock(callback<bool> cb, std::string* error_detail) {
@@ -145,9 +148,10 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
   std::string why;  // written before the callback runs, read after take()
   acquire_options o = opts;
   o.error_detail = &why;
-  start_acquire(this_thread_owner_id(), std::move(o),
-                [&w](std::error_code ec, bool ok) { w.set({ec, ok}); });
-  auto r = w.take(spin());
+  start_acquire(
+      this_thread_owner_id(), std::move(o), [&w](std::error_code ec, bool ok) { w.set({ec, ok}); },
+      true);
+  auto r = w.take(spin(), &detail::connection::poll_replies_of_this_thread);
   if (r.ec) {
     if (opts.error_detail != nullptr && !why.empty()) *opts.error_detail = why;
     throw error(r.ec, context_with("lock '" + name_ + "'", why));
@@ -193,8 +197,9 @@ void reentrant_lock::unlock() {
   check_blocking_allowed();
   detail::blocking_result<std::error_code> w;
   std::string why;
-  start_unlock(this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, &why);
-  const auto ec = w.take(spin());
+  start_unlock(
+      this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, &why, true);
+  const auto ec = w.take(spin(), &detail::connection::poll_replies_of_this_thread);
   if (ec == errc::not_owner) {
     throw error(ec, "attempt to unlock lock '" + name_ + "', not locked by current thread (owner " +
                         svc_->owner_field(this_thread_owner_id()) + ")");

@@ -276,8 +276,12 @@ class reentrant_lock {
   // `error_detail`, when given, receives the text of the reply that explains a failure (the
   // server's error reply, or the transport's reason) before `cb` runs; the blocking API puts
   // it in what(). (start_acquire takes it in acquire_options.)
-  void start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb);
-  void start_unlock(std::uint64_t owner, void_callback cb, std::string* error_detail = nullptr);
+  // `blocking`: the caller waits on this thread, and may read its reply and complete the call
+  // there (see detail::connection::poll_replies).
+  void start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
+                     bool blocking = false);
+  void start_unlock(std::uint64_t owner, void_callback cb, std::string* error_detail = nullptr,
+                    bool blocking = false);
   void start_force_unlock(callback<bool> cb, std::string* error_detail = nullptr);
   void start_is_locked(callback<bool> cb);
   void start_hold_count(std::uint64_t owner, callback<long long> cb);

@@ -137,15 +137,17 @@ class blocking_result {
     value_ = std::move(v);
     if (state_.exchange(ready, std::memory_order_acq_rel) == sleeping) wake(state_);
   }
-  /// Blocks until set() has run, then returns the result. Polls for up to `spin` first.
-  T take(std::chrono::microseconds spin) {
+  /// Blocks until set() has run, then returns the result. Polls for up to `spin` first; with
+  /// `poll`, each look also calls it (it may complete the result on this thread: a caller
+  /// reading its own reply) and yields only when it found nothing.
+  T take(std::chrono::microseconds spin, bool (*poll)() = nullptr) {
     spin_policy& policy = spin_policy::process();
     if (spin.count() > 0 && policy.try_enter()) {
       const auto until = std::chrono::steady_clock::now() + spin;
       bool got = false;
       while (!(got = state_.load(std::memory_order_acquire) == ready) &&
              std::chrono::steady_clock::now() < until) {
-        std::this_thread::yield();
+        if (poll == nullptr || !poll()) std::this_thread::yield();
       }
       policy.leave(got);
     }

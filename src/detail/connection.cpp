@@ -8,6 +8,11 @@
 namespace rlock::detail {
 namespace {
 
+// The connection this thread last submitted a completes_on_caller request to: the one a
+// blocking call of this thread polls (poll_replies_of_this_thread).
+// NOLINTNEXTLINE(*-avoid-non-const-global-variables)
+thread_local std::weak_ptr<connection> polled_by_this_thread;
+
 exec_result failure(std::error_code ec, bool written, std::string detail = {}) {
   exec_result r;
   r.ec = ec;
@@ -250,6 +255,7 @@ void connection::submit(request r) {
     });
     return;
   }
+  if (r.completes_on_caller) polled_by_this_thread = weak_from_this();
   const auto deadline = r.deadline;
   entry e;
   e.remaining = r.replies;
@@ -344,6 +350,15 @@ void connection::on_written(std::uint64_t gen, std::error_code ec) {
 // ---- reading ----
 
 void connection::start_read(std::uint64_t gen) {
+  bool direct = false;
+  {
+    std::lock_guard lk(mu_);
+    if (gen != generation_) return;
+    direct_read_ = !opts_.pubsub && transport_.direct_fd() >= 0;
+    direct = direct_read_;
+    if (direct) arm_readable(gen);
+  }
+  if (direct) return;
   transport_.async_read_some(asio::buffer(*read_buf_),
                              [self = shared_from_this(), gen](std::error_code ec, std::size_t n) {
                                self->on_read(gen, ec, n);
@@ -391,10 +406,13 @@ void connection::handle_reply(reply r, completions& out) {
       return;
     }
   }
-  std::unique_lock lk(mu_);
+  std::lock_guard lk(mu_);
+  handle_reply_locked(std::move(r), out);
+}
+
+void connection::handle_reply_locked(reply r, completions& out) {
   if (awaiting_.empty()) {
     // A reply nobody asked for: the stream is out of step. Treat as a protocol error.
-    lk.unlock();
     asio::post(strand_, [self = shared_from_this(), gen = generation_] {
       self->drop(gen, make_error_code(errc::protocol_error), "unexpected reply from server");
     });
@@ -404,7 +422,6 @@ void connection::handle_reply(reply r, completions& out) {
   if (--e.remaining > 0) return;  // an intermediate reply of a pipelined group
   entry done = std::move(e);
   awaiting_.pop_front();
-  lk.unlock();
   if (done.abandoned || !done.req.done) return;
   exec_result res;
   res.written = true;
@@ -418,6 +435,116 @@ void connection::handle_reply(reply r, completions& out) {
   }
   res.value = std::move(r);
   out.emplace_back(std::move(done.req.done), std::move(res));
+}
+
+// ---- reading on plain sockets (the I/O thread, or a polling caller) ----
+
+void connection::arm_readable(std::uint64_t gen) {
+  transport_.async_wait_readable(
+      [self = shared_from_this(), gen](std::error_code ec) { self->on_readable(gen, ec); });
+}
+
+void connection::on_readable(std::uint64_t gen, std::error_code ec) {
+  if (ec == asio::error::operation_aborted) return;  // closed
+  if (ec) {
+    drop(gen, make_error_code(errc::connection_lost), "read failed: " + ec.message());
+    return;
+  }
+  completions done;
+  read_outcome o;
+  {
+    std::lock_guard lk(mu_);
+    if (gen != generation_) return;
+    // Armed again before reading: bytes that land after the last recv below wake it again
+    // (the socket's readiness is edge-triggered). A caller may have read them already: the
+    // wake-up then finds nothing.
+    arm_readable(gen);
+    o = read_available_locked(done);
+  }
+  run(done);
+  after_read(gen, o);
+}
+
+connection::read_outcome connection::read_available_locked(completions& out) {
+  read_outcome o;
+  const int fd = transport_.direct_fd();
+  if (fd < 0) return o;  // closed under us: the close reports it
+  for (;;) {
+    const ssize_t n = ::recv(fd, read_buf_->data(), read_buf_->size(), MSG_DONTWAIT);
+    if (n > 0) {
+      o.any = true;
+      last_read_ = clock::now();
+      reader_.feed(read_buf_->data(), static_cast<std::size_t>(n));
+      std::error_code perr;
+      for (;;) {
+        reply r;
+        if (!reader_.next(r, perr)) break;
+        handle_reply_locked(std::move(r), out);
+      }
+      if (perr) {
+        o.what = read_outcome::kind::corrupt;
+        return o;
+      }
+      continue;
+    }
+    if (n == 0) {
+      o.what = read_outcome::kind::eof;
+      return o;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      o.what = read_outcome::kind::failed;
+      o.error = errno;
+    }
+    return o;
+  }
+}
+
+void connection::after_read(std::uint64_t gen, const read_outcome& o) {
+  switch (o.what) {
+    case read_outcome::kind::drained:
+      return;
+    case read_outcome::kind::eof:
+      drop(gen, make_error_code(errc::connection_lost), "server closed the connection");
+      return;
+    case read_outcome::kind::failed:
+      drop(gen, make_error_code(errc::connection_lost),
+           "read failed: " + std::system_category().message(o.error));
+      return;
+    case read_outcome::kind::corrupt:
+      drop(gen, make_error_code(errc::protocol_error), "unparseable reply from server");
+      return;
+  }
+}
+
+bool connection::poll_replies() {
+  completions done;
+  read_outcome o;
+  std::uint64_t gen = 0;
+  {
+    std::unique_lock lk(mu_, std::try_to_lock);
+    if (!lk.owns_lock() || state_ != state::ready || !direct_read_ || awaiting_.empty()) {
+      return false;
+    }
+    // Only blocking callers' requests: any other completion (a lock's state machine, a user's
+    // asynchronous handler) keeps running on the I/O thread, in reply order.
+    for (const entry& e : awaiting_) {
+      if (!e.abandoned && !e.req.completes_on_caller) return false;
+    }
+    gen = generation_;
+    o = read_available_locked(done);
+  }
+  run(done);
+  if (o.what != read_outcome::kind::drained) {
+    // Dropping closes the transport, which only the connection's strand may do.
+    asio::post(strand_, [self = shared_from_this(), gen, o] { self->after_read(gen, o); });
+  }
+  return o.any;
+}
+
+bool connection::poll_replies_of_this_thread() {
+  const std::shared_ptr<connection> c = polled_by_this_thread.lock();
+  return c && c->poll_replies();
 }
 
 // ---- failures, deadlines, health ----

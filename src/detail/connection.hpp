@@ -5,6 +5,13 @@
 // stream is a plain socket, the submitting thread writes the command itself (one thread hand-off
 // per round trip instead of two).
 //
+// On a plain socket a blocking caller may also read the replies itself while it polls for its
+// result (poll_replies): the reply is taken as soon as it lands, instead of after the I/O thread
+// has been woken, scheduled and has woken the caller in turn. Only while every request awaiting
+// a reply allows it (request::completes_on_caller: blocking calls, whose completion only hands
+// the result over); otherwise, and for TLS and pub/sub, the I/O thread reads. Reading happens
+// under the connection's mutex, by one thread at a time, in stream order.
+//
 // Guarantees:
 //   - every submitted request completes exactly once: with its reply, or with an error;
 //   - a request never completes after its deadline plus the timer's scheduling delay;
@@ -54,6 +61,9 @@ struct request {
   exec_callback done;    ///< empty for fire-and-forget commands
   int replies = 1;       ///< replies to expect; only the last one is reported (0: none)
   bool from_script = false;  ///< classify generic errors as script errors
+  /// `done` may run on the thread that waits for it (a blocking call reading its own reply),
+  /// not only on an I/O thread: it must be thread-safe, quick, and must not block.
+  bool completes_on_caller = false;
 };
 
 struct connection_options {
@@ -99,6 +109,15 @@ class connection : public std::enable_shared_from_this<connection> {
   /// Closes for good: pending requests fail with errc::shutdown. Thread-safe, idempotent.
   void close();
 
+  /// For a blocking caller polling for the result of a request it submitted here: reads the
+  /// replies that have arrived and runs their completions on the calling thread, if the
+  /// connection is ready, on a plain socket, not in use by another reader, and every request
+  /// awaiting a reply has completes_on_caller. Never blocks. True if it read anything.
+  bool poll_replies();
+  /// poll_replies() on the connection this thread last submitted a completes_on_caller request
+  /// to (false if there is none, or it is gone).
+  static bool poll_replies_of_this_thread();
+
   state current_state() const;
   /// The error of the last failed connect, if the connection is not ready.
   std::error_code last_error() const;
@@ -123,6 +142,18 @@ class connection : public std::enable_shared_from_this<connection> {
   void start_read(std::uint64_t gen);
   void on_read(std::uint64_t gen, std::error_code ec, std::size_t n);
   void handle_reply(reply r, completions& out);
+  void handle_reply_locked(reply r, completions& out);
+  // Plain sockets: the I/O thread waits for readability and reads with recv itself, so that a
+  // polling caller can read too (both under mu_).
+  void arm_readable(std::uint64_t gen);
+  void on_readable(std::uint64_t gen, std::error_code ec);
+  struct read_outcome {
+    enum class kind { drained, eof, failed, corrupt } what = kind::drained;
+    bool any = false;  // some bytes were read
+    int error = 0;     // errno, for failed
+  };
+  read_outcome read_available_locked(completions& out);
+  void after_read(std::uint64_t gen, const read_outcome& o);
   void drop(std::uint64_t gen, std::error_code ec, std::string detail);
   void schedule_reconnect_locked();
   void arm_deadline_locked(clock::time_point tp);
@@ -140,7 +171,8 @@ class connection : public std::enable_shared_from_this<connection> {
   asio::steady_timer deadline_timer_;
   asio::steady_timer ping_timer_;
   resp_reader reader_;
-  std::unique_ptr<std::array<char, 65536>> read_buf_;
+  std::unique_ptr<std::array<char, 65536>> read_buf_;  // guarded by mu_ when direct_read_
+  bool direct_read_ = false;  // this generation reads with recv (plain socket, not pub/sub)
 
   mutable std::mutex mu_;
   state state_ = state::idle;

@@ -63,7 +63,8 @@ struct core::attempt {
   const script* via_script = nullptr;  // set for EVALSHA: the text for NOSCRIPT recovery
   bool from_script = false;
   bool noscript_retried = false;
-  bool written_once = false;  // some attempt may have reached the server
+  bool written_once = false;         // some attempt may have reached the server
+  bool completes_on_caller = false;  // see exec_options
   clock::time_point last_sent{};
   std::chrono::milliseconds timeout{0};
   std::string route_key;
@@ -187,6 +188,7 @@ void core::shutdown() {
 void core::exec(std::span<const std::string_view> args, const exec_options& opts,
                 exec_callback cb) {
   auto a = std::make_shared<attempt>(cfg_.retry_attempts, opts.idempotent, opts.deadline);
+  a->completes_on_caller = opts.completes_on_caller;
   encode_command(args, a->payload);
   a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
   a->route_key = std::string(opts.route_key);
@@ -209,6 +211,7 @@ void core::eval(const script& s, std::span<const std::string_view> keys,
   encode_command(argv, a->payload);
   a->via_script = &s;
   a->from_script = true;
+  a->completes_on_caller = opts.completes_on_caller;
   a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
   a->route_key = keys.empty() ? std::string{} : std::string(keys.front());
   a->done = std::move(cb);
@@ -246,6 +249,7 @@ void core::send(const std::shared_ptr<attempt>& a) {
   a->last_sent = clock::now();
   r.external = &a->payload;  // `a` lives until r.done has run
   r.from_script = a->from_script;
+  r.completes_on_caller = a->completes_on_caller;
   const clock::time_point from = a->started.value_or(a->last_sent);
   a->started.reset();
   r.deadline = std::min(from + a->timeout, a->fsm.deadline());

@@ -32,6 +32,10 @@ struct exec_options {
   std::string_view route_key;
   /// Per-attempt timeout; 0 means the configured `timeout`.
   std::chrono::milliseconds timeout{0};
+  /// The callback may run on the thread that waits for it (a blocking call reading its own
+  /// reply, connection::poll_replies), not only on an I/O thread: it must be thread-safe, quick
+  /// and must not block.
+  bool completes_on_caller = false;
 };
 
 /// Connections to one server.

@@ -293,6 +293,7 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   opts.deadline = o->req.deadline;
   // Safe to resend: ARGV[3] makes a repeated acquire recognise that it was already applied.
   opts.idempotent = true;
+  opts.completes_on_caller = o->req.completes_on_caller;
   o->sent_at = clock::now();
   auto on_reply = [self = shared_from_this(), o](exec_result res) {
     long long server_ms = -1;
@@ -704,7 +705,8 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
 
 void lock_service::send_unlock(const std::string& raw_name, const std::string& channel,
                                const std::string& owner, std::chrono::milliseconds lease,
-                               const std::string& expected, exec_callback done) {
+                               const std::string& expected, exec_callback done,
+                               bool completes_on_caller) {
   const std::string latch = unlock_latch(raw_name, random_request_id());
   const std::string lease_s = std::to_string(lease.count());
   const auto& cfg = core_->cfg();
@@ -712,6 +714,7 @@ void lock_service::send_unlock(const std::string& raw_name, const std::string& c
       std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
   exec_options opts;
   opts.idempotent = true;  // the latch returns the first result to a resent unlock
+  opts.completes_on_caller = completes_on_caller;
   const bool queued = cfg.lock_queue;
   const queue_names qn = queued ? queue_names(raw_name) : queue_names();
   const std::vector<std::string> spent = spent_latches_.take(raw_name);
@@ -812,7 +815,7 @@ clock::time_point lock_service::valid_until(const std::string& raw_name, std::ui
 }
 
 void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done,
-                          std::string* error_detail) {
+                          std::string* error_detail, bool completes_on_caller) {
   std::chrono::milliseconds lease = core_->cfg().lock_watchdog_timeout;
   // Set when this unlock cancelled the hold's renewal.
   bool renewal_cancelled = false;
@@ -832,50 +835,51 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
       }
     }
   }
-  send_unlock(raw_name, lock_channel(raw_name), owner_field(owner_id), lease, "",
-              [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, error_detail,
-               done = std::move(done)](exec_result res) {
-                const unlock_outcome outcome = decode_unlock(res);
-                std::error_code ec = outcome.ec;
-                if (ec && error_detail != nullptr) *error_detail = res.detail;
-                const bool not_owner = !ec && outcome.result == unlock_result::not_owner;
-                const bool released = !ec && outcome.result == unlock_result::released;
-                std::stop_source lost;
-                bool signal_loss = false;
-                {
-                  std::lock_guard lk(self->mu_);
-                  auto it = self->entries_.find(raw_name);
-                  if (it != self->entries_.end()) {
-                    entry& e = it->second;
-                    auto h = e.holds.find(owner_id);
-                    if (h != e.holds.end() && ec && renewal_cancelled) {
-                      // The final unlock failed, its outcome possibly unknown, and renewal was
-                      // cancelled before it was sent. The hold is reported lost: it is no
-                      // longer renewed, so its lease runs out on the server unless the unlock
-                      // was applied. (Renewing it again would keep a lock whose owner believes
-                      // it released alive for as long as the client runs.) The owner's next
-                      // acquire starts afresh.
-                      lost = h->second.lost;
-                      signal_loss = true;
-                    } else if (h != e.holds.end() && !ec) {
-                      if (not_owner) {
-                        // The lock was already gone: the holder is told, if it was not yet.
-                        lost = h->second.lost;
-                        signal_loss = true;
-                      }
-                      if (released || not_owner || --h->second.count <= 0) {
-                        if (h->second.watchdog_id != 0)
-                          self->watchdog_->remove(h->second.watchdog_id);
-                        e.holds.erase(h);
-                      }
-                    }
-                    self->maybe_linger_locked(raw_name, e);
-                  }
-                }
-                if (signal_loss) lost.request_stop();
-                if (not_owner) ec = make_error_code(errc::not_owner);
-                done(ec);
-              });
+  send_unlock(
+      raw_name, lock_channel(raw_name), owner_field(owner_id), lease, "",
+      [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, error_detail,
+       done = std::move(done)](exec_result res) {
+        const unlock_outcome outcome = decode_unlock(res);
+        std::error_code ec = outcome.ec;
+        if (ec && error_detail != nullptr) *error_detail = res.detail;
+        const bool not_owner = !ec && outcome.result == unlock_result::not_owner;
+        const bool released = !ec && outcome.result == unlock_result::released;
+        std::stop_source lost;
+        bool signal_loss = false;
+        {
+          std::lock_guard lk(self->mu_);
+          auto it = self->entries_.find(raw_name);
+          if (it != self->entries_.end()) {
+            entry& e = it->second;
+            auto h = e.holds.find(owner_id);
+            if (h != e.holds.end() && ec && renewal_cancelled) {
+              // The final unlock failed, its outcome possibly unknown, and renewal was
+              // cancelled before it was sent. The hold is reported lost: it is no
+              // longer renewed, so its lease runs out on the server unless the unlock
+              // was applied. (Renewing it again would keep a lock whose owner believes
+              // it released alive for as long as the client runs.) The owner's next
+              // acquire starts afresh.
+              lost = h->second.lost;
+              signal_loss = true;
+            } else if (h != e.holds.end() && !ec) {
+              if (not_owner) {
+                // The lock was already gone: the holder is told, if it was not yet.
+                lost = h->second.lost;
+                signal_loss = true;
+              }
+              if (released || not_owner || --h->second.count <= 0) {
+                if (h->second.watchdog_id != 0) self->watchdog_->remove(h->second.watchdog_id);
+                e.holds.erase(h);
+              }
+            }
+            self->maybe_linger_locked(raw_name, e);
+          }
+        }
+        if (signal_loss) lost.request_stop();
+        if (not_owner) ec = make_error_code(errc::not_owner);
+        done(ec);
+      },
+      completes_on_caller);
 }
 
 void lock_service::force_unlock(const std::string& raw_name,

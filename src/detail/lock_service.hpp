@@ -36,6 +36,9 @@ struct acquire_request {
   /// Optional: on a failure that a reply explains, set to its text (the server's error reply,
   /// or the transport's reason) before the callback runs. Must outlive the callback.
   std::string* error_detail = nullptr;
+  /// The request's completions may run on the waiting thread (a blocking acquire reading its
+  /// own reply: exec_options::completes_on_caller).
+  bool completes_on_caller = false;
 };
 
 class lock_service : public std::enable_shared_from_this<lock_service> {
@@ -49,9 +52,10 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   void shutdown();
 
   void acquire(acquire_request req, acquire_callback done);
-  /// `error_detail`, when given: as acquire_request::error_detail.
+  /// `error_detail`, when given: as acquire_request::error_detail. `completes_on_caller`: as
+  /// acquire_request's (a blocking unlock).
   void unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done,
-              std::string* error_detail = nullptr);
+              std::string* error_detail = nullptr, bool completes_on_caller = false);
   void force_unlock(const std::string& raw_name, std::function<void(std::error_code, bool)> done,
                     std::string* error_detail = nullptr);
 
@@ -110,7 +114,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// unlock was answered on its only attempt.
   void send_unlock(const std::string& raw_name, const std::string& channel,
                    const std::string& owner, std::chrono::milliseconds lease,
-                   const std::string& expected, exec_callback done);
+                   const std::string& expected, exec_callback done,
+                   bool completes_on_caller = false);
   /// Registers a hold with the watchdog (its loss callback reaches on_lost).
   std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,
                               const std::string& owner, std::chrono::milliseconds lease,

@@ -73,6 +73,22 @@ class transport {
         stream_);
   }
 
+  /// Waits until the socket is readable; the reading is then the caller's (recv on
+  /// direct_fd()). Plain TCP and unix sockets only: for TLS, or when closed, it completes with
+  /// operation_not_supported.
+  template <class Handler>
+  void async_wait_readable(Handler&& h) {
+    if (auto* t = std::get_if<tcp::socket>(&stream_)) {
+      t->async_wait(asio::socket_base::wait_read, std::forward<Handler>(h));
+    } else if (auto* u = std::get_if<unix_socket>(&stream_)) {
+      u->async_wait(asio::socket_base::wait_read, std::forward<Handler>(h));
+    } else {
+      asio::post(ex_, [h = std::forward<Handler>(h)]() mutable {
+        h(asio::error::operation_not_supported);
+      });
+    }
+  }
+
   /// The socket's descriptor when writes may bypass Asio (plain TCP and unix sockets only;
   /// -1 for TLS or when closed). The caller must serialise such writes with async_write.
   int direct_fd();
