@@ -24,30 +24,41 @@ TOP_LINES = 30
 FREQUENCY_HZ = "999"
 
 
-def profile(binary, port, scenario, options, seconds):
+def _recorded(record, binary, port, scenario, options, seconds, analyse):
+    """Runs `rlock bench SCENARIO OPTIONS --json` under `perf <record...> -o DATA --`, then
+    returns analyse(DATA): (result, None), or (None, reason)."""
     if not shutil.which("perf"):
         return None, "perf is not installed"
     workdir = tempfile.mkdtemp(prefix="rlock-compare-perf-")
     try:
         data = workdir + "/perf.data"
-        argv = ["perf", "record", "-q", "-F", FREQUENCY_HZ, "-g", "-o", data, "--", binary,
-                "bench", scenario] + options + ["--json", "--url", compare_rlock.url(port)]
+        argv = ["perf"] + record + ["-o", data, "--", binary, "bench", scenario] + options + \
+            ["--json", "--url", compare_rlock.url(port)]
         try:
             compare_workers.run_bounded(argv, seconds + compare_rlock.RUN_MARGIN_S, accept=(0, 1))
         except RuntimeError as e:
-            return None, "perf record failed: %s" % e
-        report = subprocess.run(
-            ["perf", "report", "-i", data, "--stdio", "--no-children", "-g", "none",
-             "--sort", "comm,dso,symbol", "--percent-limit", PERCENT_LIMIT],
-            capture_output=True, text=True, timeout=300, check=False)
-        # perf pads the symbol column and appends empty columns ("-  -"): trim them.
-        rows = [re.sub(r"(\s+-)+$", "", re.sub(r"\s{3,}", "  ", l.strip()))
-                for l in report.stdout.splitlines() if l.strip() and not l.startswith("#")]
-        if not rows:
-            return None, "perf report printed nothing: " + report.stderr.strip()[:200]
-        return "\n".join(rows[:TOP_LINES]), None
+            return None, "perf %s failed: %s" % (" ".join(record[:2]), e)
+        return analyse(data)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _top_symbols(data):
+    report = subprocess.run(
+        ["perf", "report", "-i", data, "--stdio", "--no-children", "-g", "none",
+         "--sort", "comm,dso,symbol", "--percent-limit", PERCENT_LIMIT],
+        capture_output=True, text=True, timeout=300, check=False)
+    # perf pads the symbol column and appends empty columns ("-  -"): trim them.
+    rows = [re.sub(r"(\s+-)+$", "", re.sub(r"\s{3,}", "  ", l.strip()))
+            for l in report.stdout.splitlines() if l.strip() and not l.startswith("#")]
+    if not rows:
+        return None, "perf report printed nothing: " + report.stderr.strip()[:200]
+    return "\n".join(rows[:TOP_LINES]), None
+
+
+def profile(binary, port, scenario, options, seconds):
+    return _recorded(["record", "-q", "-F", FREQUENCY_HZ, "-g"], binary, port, scenario, options,
+                     seconds, _top_symbols)
 
 
 # "  rlock:(35)   |   822.989 ms |   3069 | avg:   0.083 ms | max:   8.925 ms | max start: ..."
@@ -82,23 +93,15 @@ def parse_sched_latency(text, tasks=SCHED_TASKS):
     return out
 
 
+def _wake_up_delays(data):
+    report = subprocess.run(["perf", "sched", "latency", "-i", data], capture_output=True,
+                            text=True, timeout=300, check=False)
+    rows = parse_sched_latency(report.stdout)
+    if not rows:
+        return None, "perf sched latency printed no rlock rows: " + report.stderr.strip()[:200]
+    return rows, None
+
+
 def sched_latency(binary, port, scenario, options, seconds):
-    if not shutil.which("perf"):
-        return None, "perf is not installed"
-    workdir = tempfile.mkdtemp(prefix="rlock-compare-sched-")
-    try:
-        data = workdir + "/sched.data"
-        argv = ["perf", "sched", "record", "-o", data, "--", binary, "bench", scenario] + options + \
-            ["--json", "--url", compare_rlock.url(port)]
-        try:
-            compare_workers.run_bounded(argv, seconds + compare_rlock.RUN_MARGIN_S, accept=(0, 1))
-        except RuntimeError as e:
-            return None, "perf sched record failed: %s" % e
-        report = subprocess.run(["perf", "sched", "latency", "-i", data], capture_output=True,
-                                text=True, timeout=300, check=False)
-        rows = parse_sched_latency(report.stdout)
-        if not rows:
-            return None, "perf sched latency printed no rlock rows: " + report.stderr.strip()[:200]
-        return rows, None
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    return _recorded(["sched", "record"], binary, port, scenario, options, seconds,
+                     _wake_up_delays)
