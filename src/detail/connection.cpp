@@ -150,7 +150,7 @@ void connection::send_setup(std::uint64_t gen) {
         self->become_ready(gen);
       }
     };
-    awaiting_.push_back(std::move(e));
+    push_awaiting_locked(std::move(e));
   }
   write_buf_ = std::move(bytes);
   writing_ = true;
@@ -179,7 +179,7 @@ void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string
     connect_timer_.cancel();
     // While connecting, awaiting_ holds only the setup commands: drop them without running
     // their callbacks (they would only report this same failure again).
-    awaiting_.clear();
+    clear_awaiting_locked();
     // Queued user requests cannot be sent on this attempt. Fail them now with the reason so
     // the retry layer can decide; they were certainly not written.
     for (auto& e : pending_) {
@@ -296,7 +296,7 @@ bool connection::try_direct_send_locked() {
   if (moved.remaining > 0) {
     moved.req.payload.clear();
     moved.req.external = nullptr;
-    awaiting_.push_back(std::move(moved));
+    push_awaiting_locked(std::move(moved));
   }
   if (!rest.empty()) {
     write_buf_ = std::move(rest);
@@ -320,7 +320,7 @@ void connection::start_write_locked(std::unique_lock<std::mutex>& lk) {
     if (e.remaining > 0) {
       e.req.payload = std::string();
       e.req.external = nullptr;
-      awaiting_.push_back(std::move(e));
+      push_awaiting_locked(std::move(e));
     }
     pending_.pop_front();
   }
@@ -420,8 +420,7 @@ void connection::handle_reply_locked(reply r, completions& out) {
   }
   entry& e = awaiting_.front();
   if (--e.remaining > 0) return;  // an intermediate reply of a pipelined group
-  entry done = std::move(e);
-  awaiting_.pop_front();
+  entry done = take_awaiting_front_locked();
   if (done.abandoned || !done.req.done) return;
   exec_result res;
   res.written = true;
@@ -518,18 +517,21 @@ void connection::after_read(std::uint64_t gen, const read_outcome& o) {
 }
 
 bool connection::poll_replies() {
+  // Only blocking callers' requests: any other completion (a lock's state machine, a user's
+  // asynchronous handler) keeps running on the I/O thread, in reply order. Checked first without
+  // the mutex, so that a caller that cannot read does not contend for it.
+  if (!direct_read_.load(std::memory_order_relaxed) ||
+      others_awaiting_.load(std::memory_order_relaxed) != 0) {
+    return false;
+  }
   completions done;
   read_outcome o;
   std::uint64_t gen = 0;
   {
     std::unique_lock lk(mu_, std::try_to_lock);
-    if (!lk.owns_lock() || state_ != state::ready || !direct_read_ || awaiting_.empty()) {
+    if (!lk.owns_lock() || state_ != state::ready || !direct_read_ || awaiting_.empty() ||
+        others_awaiting_ != 0) {
       return false;
-    }
-    // Only blocking callers' requests: any other completion (a lock's state machine, a user's
-    // asynchronous handler) keeps running on the I/O thread, in reply order.
-    for (const entry& e : awaiting_) {
-      if (!e.abandoned && !e.req.completes_on_caller) return false;
     }
     gen = generation_;
     o = read_available_locked(done);
@@ -540,6 +542,23 @@ bool connection::poll_replies() {
     asio::post(strand_, [self = shared_from_this(), gen, o] { self->after_read(gen, o); });
   }
   return o.any;
+}
+
+void connection::push_awaiting_locked(entry e) {
+  if (!e.req.completes_on_caller) others_awaiting_.fetch_add(1, std::memory_order_relaxed);
+  awaiting_.push_back(std::move(e));
+}
+
+connection::entry connection::take_awaiting_front_locked() {
+  entry e = std::move(awaiting_.front());
+  awaiting_.pop_front();
+  if (!e.req.completes_on_caller) others_awaiting_.fetch_sub(1, std::memory_order_relaxed);
+  return e;
+}
+
+void connection::clear_awaiting_locked() {
+  awaiting_.clear();
+  others_awaiting_.store(0, std::memory_order_relaxed);
 }
 
 bool connection::poll_replies_of_this_thread() {
@@ -565,7 +584,7 @@ void connection::drop(std::uint64_t gen, std::error_code ec, std::string detail)
         done.emplace_back(std::move(e.req.done), failure(ec, true, detail));
       }
     }
-    awaiting_.clear();
+    clear_awaiting_locked();
     for (auto& e : pending_) {
       if (e.req.done) {
         done.emplace_back(std::move(e.req.done),
@@ -674,7 +693,7 @@ void connection::close() {
         done.emplace_back(std::move(e.req.done), failure(make_error_code(errc::shutdown), true));
       }
     }
-    awaiting_.clear();
+    clear_awaiting_locked();
     for (auto& e : pending_) {
       if (e.req.done) {
         done.emplace_back(std::move(e.req.done), failure(make_error_code(errc::shutdown), false));

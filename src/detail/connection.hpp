@@ -32,6 +32,7 @@
 
 #include <array>
 #include <asio.hpp>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -154,6 +155,9 @@ class connection : public std::enable_shared_from_this<connection> {
   };
   read_outcome read_available_locked(completions& out);
   void after_read(std::uint64_t gen, const read_outcome& o);
+  void push_awaiting_locked(entry e);
+  entry take_awaiting_front_locked();
+  void clear_awaiting_locked();
   void drop(std::uint64_t gen, std::error_code ec, std::string detail);
   void schedule_reconnect_locked();
   void arm_deadline_locked(clock::time_point tp);
@@ -172,7 +176,13 @@ class connection : public std::enable_shared_from_this<connection> {
   asio::steady_timer ping_timer_;
   resp_reader reader_;
   std::unique_ptr<std::array<char, 65536>> read_buf_;  // guarded by mu_ when direct_read_
-  bool direct_read_ = false;  // this generation reads with recv (plain socket, not pub/sub)
+  // This generation reads with recv (plain socket, not pub/sub). Written under mu_; read without
+  // it by poll_replies() only to skip taking mu_ when it cannot read.
+  std::atomic<bool> direct_read_{false};
+  // Requests awaiting a reply whose completion must run on an I/O thread (not
+  // completes_on_caller). Written under mu_ (push_awaiting_locked, take_awaiting_front_locked,
+  // clear_awaiting_locked); read as direct_read_.
+  std::atomic<int> others_awaiting_{0};
 
   mutable std::mutex mu_;
   state state_ = state::idle;
