@@ -95,7 +95,7 @@ void connection::on_transport_connected(std::uint64_t gen, std::error_code ec, s
     setup_failed(gen, ec, std::move(detail));
     return;
   }
-  start_read(gen);
+  start_reading(gen);
   send_setup(gen);
 }
 
@@ -349,16 +349,20 @@ void connection::on_written(std::uint64_t gen, std::error_code ec) {
 
 // ---- reading ----
 
-void connection::start_read(std::uint64_t gen) {
-  bool direct = false;
+void connection::start_reading(std::uint64_t gen) {
   {
     std::lock_guard lk(mu_);
     if (gen != generation_) return;
     direct_read_ = !opts_.pubsub && transport_.direct_fd() >= 0;
-    direct = direct_read_;
-    if (direct) arm_readable(gen);
+    if (direct_read_) {
+      arm_readable(gen);
+      return;
+    }
   }
-  if (direct) return;
+  read_some(gen);
+}
+
+void connection::read_some(std::uint64_t gen) {
   transport_.async_read_some(asio::buffer(*read_buf_),
                              [self = shared_from_this(), gen](std::error_code ec, std::size_t n) {
                                self->on_read(gen, ec, n);
@@ -393,7 +397,7 @@ void connection::on_read(std::uint64_t gen, std::error_code ec, std::size_t n) {
     drop(gen, perr, "unparseable reply from server");
     return;
   }
-  start_read(gen);
+  read_some(gen);
 }
 
 void connection::handle_reply(reply r, completions& out) {

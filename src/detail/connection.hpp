@@ -140,7 +140,10 @@ class connection : public std::enable_shared_from_this<connection> {
   void become_ready(std::uint64_t gen);
   void start_write_locked(std::unique_lock<std::mutex>& lk);
   void on_written(std::uint64_t gen, std::error_code ec);
-  void start_read(std::uint64_t gen);
+  // Decides how this generation reads (once per connect): recv on readiness for plain
+  // sockets (arm_readable), Asio's reads for TLS and pub/sub (read_some, again after each).
+  void start_reading(std::uint64_t gen);
+  void read_some(std::uint64_t gen);
   void on_read(std::uint64_t gen, std::error_code ec, std::size_t n);
   void handle_reply(reply r, completions& out);
   void handle_reply_locked(reply r, completions& out);
