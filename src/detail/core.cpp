@@ -166,11 +166,11 @@ void core::shutdown() {
   node_->close();
   std::set<std::shared_ptr<attempt>> sleeping;
   {
+    // An attempt's timer is created and armed under mu_ (on_result), so every timer in the set
+    // is armed and cancelling it here cannot race with its creation.
     std::lock_guard lk(mu_);
     sleeping.swap(waiting_);
-  }
-  for (const auto& a : sleeping) {
-    if (a->timer) a->timer->cancel();
+    for (const auto& a : sleeping) a->timer->cancel();
   }
   work_.reset();
   if (on_io_thread()) {
@@ -300,23 +300,26 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
       if (cb) cb(std::move(res));
       return;
     }
+    // Armed before it is published in waiting_, under the same lock as shutdown's cancel: a
+    // shutdown that finds the attempt cancels its timer, so the client's threads end at once
+    // instead of after the retry delay.
+    a->timer = std::make_unique<asio::steady_timer>(io_, act.delay);
+    a->timer->async_wait([self = shared_from_this(), a](std::error_code ec) {
+      {
+        std::lock_guard relk(self->mu_);
+        self->waiting_.erase(a);
+      }
+      if (ec || self->closed_) {
+        exec_result r;
+        r.ec = make_error_code(errc::shutdown);
+        auto cb = std::move(a->done);
+        if (cb) cb(std::move(r));
+        return;
+      }
+      self->send(a);
+    });
     waiting_.insert(a);
   }
-  a->timer = std::make_unique<asio::steady_timer>(io_, act.delay);
-  a->timer->async_wait([self = shared_from_this(), a](std::error_code ec) {
-    {
-      std::lock_guard lk(self->mu_);
-      self->waiting_.erase(a);
-    }
-    if (ec || self->closed_) {
-      exec_result r;
-      r.ec = make_error_code(errc::shutdown);
-      auto cb = std::move(a->done);
-      if (cb) cb(std::move(r));
-      return;
-    }
-    self->send(a);
-  });
 }
 
 void core::subscribe(channel_kind kind, std::string channel, std::string_view route_key,
