@@ -556,8 +556,17 @@ void connection::push_awaiting_locked(entry e) {
 connection::entry connection::take_awaiting_front_locked() {
   entry e = std::move(awaiting_.front());
   awaiting_.pop_front();
-  if (!e.req.completes_on_caller) others_awaiting_.fetch_sub(1, std::memory_order_relaxed);
+  if (!e.req.completes_on_caller && !e.abandoned) {
+    others_awaiting_.fetch_sub(1, std::memory_order_relaxed);
+  }
   return e;
+}
+
+void connection::abandon_locked(entry& e) {
+  // Its late reply completes nothing, so any thread may read it: it no longer holds blocking
+  // callers back from reading their own replies.
+  if (!e.req.completes_on_caller) others_awaiting_.fetch_sub(1, std::memory_order_relaxed);
+  e.abandoned = true;
 }
 
 void connection::clear_awaiting_locked() {
@@ -643,7 +652,7 @@ void connection::on_deadline(std::error_code ec) {
     for (auto& e : awaiting_) {
       if (e.abandoned) continue;
       if (e.req.deadline <= now) {
-        e.abandoned = true;
+        abandon_locked(e);
         if (e.req.done) {
           done.emplace_back(
               std::move(e.req.done),

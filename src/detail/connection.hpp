@@ -59,8 +59,8 @@ struct request {
   const std::string* external = nullptr;
   std::string_view bytes() const { return external != nullptr ? *external : payload; }
   clock::time_point deadline = clock::time_point::max();
-  exec_callback done;    ///< empty for fire-and-forget commands
-  int replies = 1;       ///< replies to expect; only the last one is reported (0: none)
+  exec_callback done;        ///< empty for fire-and-forget commands
+  int replies = 1;           ///< replies to expect; only the last one is reported (0: none)
   bool from_script = false;  ///< classify generic errors as script errors
   /// `done` may run on the thread that waits for it (a blocking call reading its own reply),
   /// not only on an I/O thread: it must be thread-safe, quick, and must not block.
@@ -161,6 +161,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void push_awaiting_locked(entry e);
   entry take_awaiting_front_locked();
   void clear_awaiting_locked();
+  void abandon_locked(entry& e);  // completed by its deadline; sets entry::abandoned
   void drop(std::uint64_t gen, std::error_code ec, std::string detail);
   void schedule_reconnect_locked();
   void arm_deadline_locked(clock::time_point tp);
@@ -183,8 +184,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // it by poll_replies() only to skip taking mu_ when it cannot read.
   std::atomic<bool> direct_read_{false};
   // Requests awaiting a reply whose completion must run on an I/O thread (not
-  // completes_on_caller). Written under mu_ (push_awaiting_locked, take_awaiting_front_locked,
-  // clear_awaiting_locked); read as direct_read_.
+  // completes_on_caller) and that are not abandoned: an abandoned entry's late reply completes
+  // nothing, so a blocking caller may read past it. Written under mu_ (push_awaiting_locked,
+  // take_awaiting_front_locked, abandon_locked, clear_awaiting_locked); read as direct_read_.
   std::atomic<int> others_awaiting_{0};
 
   mutable std::mutex mu_;

@@ -8,6 +8,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,10 +49,11 @@ class caller_read : public ::testing::Test {
   }
 
   /// Submits `args`; the completion records into `out`.
-  void submit(const std::vector<std::string_view>& args, bool completes_on_caller, seen& out) {
+  void submit(const std::vector<std::string_view>& args, bool completes_on_caller, seen& out,
+              std::chrono::milliseconds timeout = 10s) {
     detail::request r;
     r.payload = detail::encode_command(args);
-    r.deadline = steady::now() + 10s;
+    r.deadline = steady::now() + timeout;
     r.completes_on_caller = completes_on_caller;
     r.done = [&out](exec_result res) {
       out.thread = std::this_thread::get_id();
@@ -84,7 +86,11 @@ class caller_read : public ::testing::Test {
     return reads;
   }
 
+  /// A record that outlives the test body (see an_abandoned_...).
+  seen& keep() { return kept_.emplace_back(); }
+
   redis_server server_;
+  std::list<seen> kept_;  // before io_ and conn_: destroyed after them
   asio::io_context io_;
   std::shared_ptr<connection> conn_;
 };
@@ -132,6 +138,29 @@ TEST_F(caller_read, a_reply_owed_to_an_asynchronous_request_is_left_to_the_io_th
   ASSERT_TRUE(blocking_one.done);
   EXPECT_EQ(async_one.result.value.str(), "first");
   EXPECT_EQ(blocking_one.result.value.str(), "second");
+}
+
+TEST_F(caller_read, an_abandoned_asynchronous_request_does_not_hold_a_caller_back) {
+  // The server holds the asynchronous request for 1 s; its deadline ends it after 50 ms. The
+  // blocking request is queued behind it and written by the I/O loop, which runs until that
+  // deadline, long before the server answers either. (Members, not locals: a failed assertion
+  // returns before the connection is closed, and closing completes what is still awaited.)
+  seen& async_one = keep();
+  seen& blocking_one = keep();
+  submit({"BLPOP", "caller-read-empty", "1"}, false, async_one, 50ms);
+  submit({"ECHO", "after"}, true, blocking_one);
+  run_io_until([&] { return async_one.done; });
+  ASSERT_TRUE(async_one.done);
+  ASSERT_EQ(async_one.result.ec, errc::timeout) << async_one.result.detail;
+  ASSERT_FALSE(blocking_one.done);
+  ASSERT_EQ(conn_->current_state(), connection::state::ready);
+
+  // The abandoned request's late reply completes nothing, so the caller may read past it to
+  // its own, without the I/O loop.
+  poll_until([&] { return blocking_one.done; });
+  ASSERT_TRUE(blocking_one.done) << "the caller was held back by the abandoned request";
+  EXPECT_FALSE(blocking_one.result.ec) << blocking_one.result.detail;
+  EXPECT_EQ(blocking_one.result.value.str(), "after");
 }
 
 TEST_F(caller_read, the_end_of_the_stream_seen_by_a_caller_fails_its_request_as_connection_lost) {
