@@ -8,8 +8,6 @@
 //   2. rlock: one thread's blocking PING round trip (p50, p99), and 32 threads each keeping 16
 //      EVALSHA in flight over ONE connection (ops/s);
 // and prints each figure with its ratio to the ceiling. Every loop is bounded by a count.
-#include <rlock/client.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,6 +15,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <rlock/client.hpp>
 #include <semaphore>
 #include <string>
 #include <thread>
@@ -80,8 +79,8 @@ int main(int argc, char** argv) try {
   const std::string sha(c.execute({"SCRIPT", "LOAD", std::string(s.text())}).str());
 
   // ---- ceilings ----
-  const auto ping = rlock::tools::run_redis_benchmark(addr.host, addr.port,
-                                                      "-c 1 -n 50000 -t ping");
+  const auto ping =
+      rlock::tools::run_redis_benchmark(addr.host, addr.port, "-c 1 -n 50000 -t ping");
   const auto evalsha = rlock::tools::run_redis_benchmark(
       addr.host, addr.port,
       "-c 50 -P 16 -n 1000000 -r 100000 evalsha " + sha + " 1 key:__rand_int__ 30000 owner:1");
@@ -134,16 +133,16 @@ int main(int argc, char** argv) try {
         "\"rlock\":{\"rtt_p50_ms\":%.4f,\"rtt_p99_ms\":%.4f,\"evalsha_32t_rps\":%.0f,"
         "\"errors\":%ld},\"ratios\":{\"rtt_p50_vs_ping_p50\":%.3f,"
         "\"evalsha_rps_vs_ceiling\":%.3f}}\n",
-        ping.p50_ms, evalsha.rps, rtt_p50, rtt_p99, rlock_rps, errors.load(), rtt_ratio,
-        rps_ratio);
+        ping.p50_ms, evalsha.rps, rtt_p50, rtt_p99, rlock_rps, errors.load(), rtt_ratio, rps_ratio);
   } else {
     std::printf("server                          %s\n", url.c_str());
     std::printf("redis-benchmark -c 1 PING p50   %.4f ms\n", ping.p50_ms);
     std::printf("rlock 1-thread PING p50 / p99   %.4f / %.4f ms   ratio %.2fx (target <= 1.30x)\n",
                 rtt_p50, rtt_p99, rtt_ratio);
     std::printf("redis-benchmark -c 50 -P 16 EVALSHA   %.0f ops/s\n", evalsha.rps);
-    std::printf("rlock 32 threads x 16 EVALSHA, 1 conn %.0f ops/s   ratio %.2fx (target >= 0.70x)\n",
-                rlock_rps, rps_ratio);
+    std::printf(
+        "rlock 32 threads x 16 EVALSHA, 1 conn %.0f ops/s   ratio %.2fx (target >= 0.70x)\n",
+        rlock_rps, rps_ratio);
     std::printf("errors                          %ld\n", errors.load());
   }
   return errors.load() == 0 ? 0 : 1;

@@ -3,11 +3,10 @@
 //   rlock_intro [redis://host:port]
 //
 // With no URL it starts a throwaway redis-server on a free loopback port and stops it at the end.
-#include <rlock/client.hpp>
-
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <rlock/client.hpp>
 
 #include "throwaway_server.hpp"  // tools/
 
@@ -46,9 +45,9 @@ int main(int argc, char** argv) try {
   auto again = client.eval(acquire, {key}, {"30000", owner});
   std::cout << "re-enter -> " << (again.is_nil() ? "acquired" : again.to_string()) << "\n";
   auto other = client.eval(acquire, {key}, {"30000", "someone-else:7"});
-  std::cout << "another owner tries -> " << (other.is_nil() ? "acquired" : "refused, pttl " +
-                                                                  std::to_string(other.integer()) +
-                                                                  " ms")
+  std::cout << "another owner tries -> "
+            << (other.is_nil() ? "acquired"
+                               : "refused, pttl " + std::to_string(other.integer()) + " ms")
             << "\n";
   std::cout << "HGETALL " << key << " ->\n" << client.execute({"HGETALL", key}).to_string() << "\n";
   std::cout << "PTTL " << key << " -> " << client.execute({"PTTL", key}).to_string() << "\n";

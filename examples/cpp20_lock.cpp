@@ -4,11 +4,10 @@
 //   rlock_lock_example [redis://host:port]
 //
 // With no URL it starts a throwaway redis-server on a free loopback port.
-#include <rlock/client.hpp>
-
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <rlock/client.hpp>
 
 #include "throwaway_server.hpp"  // tools/
 
@@ -33,8 +32,8 @@ int main(int argc, char** argv) try {
     // Know when the lock is gone, and until when it is certainly still ours.
     std::stop_token lost = orders.loss_token();
     std::cout << "lost: " << std::boolalpha << lost.stop_requested() << ", valid for another "
-              << std::chrono::duration_cast<std::chrono::milliseconds>(orders.valid_until() -
-                                                                        std::chrono::steady_clock::now())
+              << std::chrono::duration_cast<std::chrono::milliseconds>(
+                     orders.valid_until() - std::chrono::steady_clock::now())
                      .count()
               << " ms\n";
   }

@@ -5,8 +5,8 @@
 #include "detail/blocking.hpp"
 #include "detail/connection.hpp"
 #include "detail/core.hpp"
-#include "detail/lock_service.hpp"
 #include "detail/lock_scripts.hpp"
+#include "detail/lock_service.hpp"
 #include "detail/resp.hpp"
 
 namespace rlock {
@@ -44,7 +44,9 @@ client::client(config cfg)
     : core_(std::make_shared<detail::core>(std::move(cfg), detail::lock_scripts())),
       locks_(std::make_shared<detail::lock_service>(core_)) {}
 
-client::~client() { shutdown(); }
+client::~client() {
+  shutdown();
+}
 
 client::client(client&&) noexcept = default;
 client& client::operator=(client&& o) noexcept {
@@ -67,9 +69,15 @@ void client::release_quietly(reentrant_lock& l) noexcept {
   }
 }
 
-const std::string& client::id() const { return core_->id(); }
-const config& client::get_config() const { return core_->cfg(); }
-client::executor_type client::get_executor() const { return core_->io().get_executor(); }
+const std::string& client::id() const {
+  return core_->id();
+}
+const config& client::get_config() const {
+  return core_->cfg();
+}
+client::executor_type client::get_executor() const {
+  return core_->io().get_executor();
+}
 void client::shutdown() {
   if (locks_) locks_->shutdown();
   if (core_) core_->shutdown();
@@ -77,24 +85,19 @@ void client::shutdown() {
 
 void client::start_execute(const std::vector<std::string>& args, callback cb) {
   if (args.empty()) {
-    asio::post(core_->io(), [cb = std::move(cb)] {
-      cb(make_error_code(errc::invalid_argument), reply{});
-    });
+    asio::post(core_->io(),
+               [cb = std::move(cb)] { cb(make_error_code(errc::invalid_argument), reply{}); });
     return;
   }
   auto v = views(args);
-  core_->exec(v, {}, [cb = std::move(cb)](detail::exec_result r) {
-    cb(r.ec, reply_for(r));
-  });
+  core_->exec(v, {}, [cb = std::move(cb)](detail::exec_result r) { cb(r.ec, reply_for(r)); });
 }
 
 void client::start_eval(const script& s, const std::vector<std::string>& keys,
                         const std::vector<std::string>& args, callback cb) {
   auto k = views(keys);
   auto a = views(args);
-  core_->eval(s, k, a, {}, [cb = std::move(cb)](detail::exec_result r) {
-    cb(r.ec, reply_for(r));
-  });
+  core_->eval(s, k, a, {}, [cb = std::move(cb)](detail::exec_result r) { cb(r.ec, reply_for(r)); });
 }
 
 reply client::execute(const std::vector<std::string>& args) {

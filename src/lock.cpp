@@ -19,7 +19,8 @@ constexpr std::chrono::milliseconds max_lease = std::chrono::hours(24 * 365 * 10
 clock::time_point deadline_after(std::chrono::milliseconds wait) {
   const auto now = clock::now();
   if (wait.count() <= 0) return now;
-  if (wait >= std::chrono::duration_cast<std::chrono::milliseconds>(clock::time_point::max() - now)) {
+  if (wait >=
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock::time_point::max() - now)) {
     return clock::time_point::max();
   }
   return now + wait;
@@ -80,7 +81,8 @@ void reentrant_lock::check_blocking_allowed() const {
 void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
                                    bool blocking) {
   if (o.lease && (*o.lease > max_lease)) {
-    asio::post(executor(), [cb = std::move(cb)] { cb(make_error_code(errc::invalid_argument), false); });
+    asio::post(executor(),
+               [cb = std::move(cb)] { cb(make_error_code(errc::invalid_argument), false); });
     return;
   }
   detail::acquire_request r;
@@ -98,8 +100,8 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   svc_->acquire(std::move(r), std::move(cb));
 }
 
-void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb,
-                                  std::string* error_detail, bool blocking) {
+void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb, std::string* error_detail,
+                                  bool blocking) {
   svc_->unlock(key_, owner, std::move(cb), error_detail, blocking);
 }
 
@@ -149,7 +151,10 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
   acquire_options o = opts;
   o.error_detail = &why;
   start_acquire(
-      this_thread_owner_id(), std::move(o), [&w](std::error_code ec, bool ok) { w.set({ec, ok}); },
+      this_thread_owner_id(), std::move(o),
+      [&w](std::error_code ec, bool ok) {
+        w.set({ec, ok});
+      },
       true);
   auto r = w.take(spin(), &detail::connection::poll_replies_of_this_thread);
   if (r.ec) {
@@ -159,7 +164,9 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
   return r.acquired;
 }
 
-void reentrant_lock::lock() { acquire({}); }
+void reentrant_lock::lock() {
+  acquire({});
+}
 
 void reentrant_lock::lock(milliseconds lease) {
   acquire_options o;
@@ -226,7 +233,9 @@ bool reentrant_lock::is_locked() {
   return r.acquired;
 }
 
-bool reentrant_lock::is_held_by_current_thread() { return hold_count() > 0; }
+bool reentrant_lock::is_held_by_current_thread() {
+  return hold_count() > 0;
+}
 
 bool reentrant_lock::is_held_by_thread(std::uint64_t owner_id) {
   check_blocking_allowed();
@@ -240,8 +249,9 @@ bool reentrant_lock::is_held_by_thread(std::uint64_t owner_id) {
 long long reentrant_lock::hold_count() {
   check_blocking_allowed();
   detail::blocking_result<std::pair<std::error_code, long long>> w;
-  start_hold_count(this_thread_owner_id(),
-                   [&w](std::error_code ec, long long n) { w.set({ec, n}); });
+  start_hold_count(this_thread_owner_id(), [&w](std::error_code ec, long long n) {
+    w.set({ec, n});
+  });
   auto [ec, n] = w.take(spin());
   throw_if(ec, "hold_count '" + name_ + "'");
   return n;
@@ -256,7 +266,9 @@ std::chrono::milliseconds reentrant_lock::remain_time_to_live() {
   return v;
 }
 
-std::stop_token reentrant_lock::loss_token() const { return loss_token(this_thread_owner_id()); }
+std::stop_token reentrant_lock::loss_token() const {
+  return loss_token(this_thread_owner_id());
+}
 std::stop_token reentrant_lock::loss_token(std::uint64_t owner_id) const {
   return svc_->loss_token(key_, owner_id);
 }

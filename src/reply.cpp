@@ -9,12 +9,18 @@ namespace rlock {
 reply_type reply_view::type() const noexcept {
   if (r_ == nullptr) return reply_type::nil;
   switch (r_->type) {
-    case REDIS_REPLY_STRING: return reply_type::string;
-    case REDIS_REPLY_ARRAY: return reply_type::array;
-    case REDIS_REPLY_INTEGER: return reply_type::integer;
-    case REDIS_REPLY_STATUS: return reply_type::status;
-    case REDIS_REPLY_ERROR: return reply_type::error;
-    default: return reply_type::nil;
+    case REDIS_REPLY_STRING:
+      return reply_type::string;
+    case REDIS_REPLY_ARRAY:
+      return reply_type::array;
+    case REDIS_REPLY_INTEGER:
+      return reply_type::integer;
+    case REDIS_REPLY_STATUS:
+      return reply_type::status;
+    case REDIS_REPLY_ERROR:
+      return reply_type::error;
+    default:
+      return reply_type::nil;
   }
 }
 
@@ -23,8 +29,10 @@ std::string_view reply_view::str() const noexcept {
   switch (r_->type) {
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR: return {r_->str, r_->len};
-    default: return {};
+    case REDIS_REPLY_ERROR:
+      return {r_->str, r_->len};
+    default:
+      return {};
   }
 }
 
@@ -49,13 +57,27 @@ std::string quoted(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\a': out += "\\a"; break;
-      case '\b': out += "\\b"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\a':
+        out += "\\a";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
       default:
         if (c >= 0x20 && c < 0x7f) {
           out += static_cast<char>(c);
@@ -74,11 +96,16 @@ std::string quoted(std::string_view s) {
 // Nested array elements are indented under their "N) " prefix, as redis-cli does.
 std::string render(const reply_view& r, std::size_t indent) {
   switch (r.type()) {
-    case reply_type::nil: return "(nil)";
-    case reply_type::integer: return "(integer) " + std::to_string(r.integer());
-    case reply_type::error: return "(error) " + std::string(r.str());
-    case reply_type::status: return std::string(r.str());
-    case reply_type::string: return quoted(r.str());
+    case reply_type::nil:
+      return "(nil)";
+    case reply_type::integer:
+      return "(integer) " + std::to_string(r.integer());
+    case reply_type::error:
+      return "(error) " + std::string(r.str());
+    case reply_type::status:
+      return std::string(r.str());
+    case reply_type::string:
+      return quoted(r.str());
     case reply_type::array: {
       if (r.size() == 0) return "(empty array)";
       const std::size_t width = std::to_string(r.size()).size();
@@ -98,7 +125,9 @@ std::string render(const reply_view& r, std::size_t indent) {
 
 }  // namespace
 
-std::string reply_view::to_string() const { return render(*this, 0); }
+std::string reply_view::to_string() const {
+  return render(*this, 0);
+}
 
 reply::reply(::redisReply* r) noexcept : reply_view(r) {}
 
@@ -112,7 +141,9 @@ reply& reply::operator=(reply&& other) noexcept {
   return *this;
 }
 
-reply::~reply() { reset(); }
+reply::~reply() {
+  reset();
+}
 
 void reply::reset() noexcept {
   // hiredis' freeReplyObject takes a non-const pointer; this object owns the tree.

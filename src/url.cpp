@@ -18,8 +18,9 @@ bool fail(std::error_code& ec, std::string* why, std::string reason) {
 // RFC 3986 scheme characters (letters, digits, + - .), and short.
 bool plausible_scheme(std::string_view scheme) {
   return !scheme.empty() && scheme.size() <= 16 &&
-         scheme.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                  "0123456789+-.") == std::string_view::npos;
+         scheme.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+             "0123456789+-.") == std::string_view::npos;
 }
 
 int hex_value(char c) {
@@ -121,11 +122,10 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
     // hold credentials.
     const bool plausible = plausible_scheme(scheme);
     fail(ec, why,
-         colon == std::string_view::npos
-             ? "missing scheme: expected redis://, rediss:// or unix://"
-             : plausible ? "unsupported scheme '" + std::string(scheme) +
-                               "': expected redis, rediss or unix"
-                         : std::string("malformed scheme: expected redis://, rediss:// or unix://"));
+         colon == std::string_view::npos ? "missing scheme: expected redis://, rediss:// or unix://"
+         : plausible
+             ? "unsupported scheme '" + std::string(scheme) + "': expected redis, rediss or unix"
+             : std::string("malformed scheme: expected redis://, rediss:// or unix://"));
     return std::nullopt;
   }
   // userinfo: everything before the last '@' (passwords may contain '@' only percent-encoded,
@@ -157,8 +157,9 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
   }
   if (rest.find_first_of("?#") != std::string_view::npos) {
     // Not echoed, like the unix query: a garbled URL may hold anything, credentials too.
-    fail(ec, why, "a redis:// URL takes no query or fragment; the database goes after '/' "
-                  "(redis://host:6379/2)");
+    fail(ec, why,
+         "a redis:// URL takes no query or fragment; the database goes after '/' "
+         "(redis://host:6379/2)");
     return std::nullopt;
   }
   std::string_view hostport = rest;
@@ -167,8 +168,8 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
     hostport = rest.substr(0, slash);
     db = rest.substr(slash + 1);
     if (!db.empty() && !parse_db(db, a.database)) {
-      fail(ec, why, "database must be a non-negative number after '/', got '" + std::string(db) +
-                        "'");
+      fail(ec, why,
+           "database must be a non-negative number after '/', got '" + std::string(db) + "'");
       return std::nullopt;
     }
   }

@@ -19,8 +19,8 @@ struct redis_benchmark_result {
 /// `args` are appended to `redis-benchmark -h host -p port --csv`. Parses the last CSV row.
 inline redis_benchmark_result run_redis_benchmark(const std::string& host, int port,
                                                   const std::string& args) {
-  const std::string cmd = "redis-benchmark -h " + host + " -p " + std::to_string(port) +
-                          " --csv " + args + " 2>/dev/null";
+  const std::string cmd = "redis-benchmark -h " + host + " -p " + std::to_string(port) + " --csv " +
+                          args + " 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");  // NOLINT(cert-env33-c): fixed command line
   if (p == nullptr) throw std::runtime_error("cannot run redis-benchmark");
   std::string out;

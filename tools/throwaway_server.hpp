@@ -31,7 +31,8 @@ class throwaway_server {
       if (launch()) return;
     }
     std::filesystem::remove_all(dir_);
-    throw std::runtime_error("could not start redis-server (is the redis-server package installed?)");
+    throw std::runtime_error(
+        "could not start redis-server (is the redis-server package installed?)");
   }
   ~throwaway_server() {
     if (pid_ > 0) {
@@ -56,7 +57,7 @@ class throwaway_server {
     a.sin_port = 0;
     socklen_t len = sizeof a;
     int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&  // NOLINT
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&     // NOLINT
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {  // NOLINT
       port = ntohs(a.sin_port);
     }
@@ -92,8 +93,8 @@ class throwaway_server {
       if (::getppid() != parent) ::_exit(1);
       const std::string log = dir_ + "/redis.log";
       ::execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
-               "--dir", dir_.c_str(), "--save", "", "--appendonly", "no", "--logfile",
-               log.c_str(), static_cast<char*>(nullptr));
+               "--dir", dir_.c_str(), "--save", "", "--appendonly", "no", "--logfile", log.c_str(),
+               static_cast<char*>(nullptr));
       ::_exit(127);
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -23,10 +23,10 @@ class channel_table {
   using channel_key = std::pair<channel_kind, std::string>;
 
   struct actions {
-    std::vector<channel_key> subscribe;    ///< send (S)SUBSCRIBE for these
-    std::vector<channel_key> unsubscribe;  ///< send (S)UNSUBSCRIBE for these
-    std::vector<listener_id> confirmed;    ///< their subscription is now active
-    std::vector<listener_id> resubscribed; ///< active again after a reconnect
+    std::vector<channel_key> subscribe;     ///< send (S)SUBSCRIBE for these
+    std::vector<channel_key> unsubscribe;   ///< send (S)UNSUBSCRIBE for these
+    std::vector<listener_id> confirmed;     ///< their subscription is now active
+    std::vector<listener_id> resubscribed;  ///< active again after a reconnect
   };
 
   /// Adds a listener. If the channel is already confirmed the listener is confirmed at once.

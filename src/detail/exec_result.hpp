@@ -73,8 +73,10 @@ inline bool is_transient(std::error_code ec) {
     case errc::not_connected:
     case errc::connection_refused:
     case errc::server_busy:
-    case errc::protocol_error: return true;
-    default: return false;
+    case errc::protocol_error:
+      return true;
+    default:
+      return false;
   }
 }
 

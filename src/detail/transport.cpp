@@ -40,9 +40,8 @@ std::string describe(const std::error_code& ec, const server_address& addr) {
 
 }  // namespace
 
-void transport::async_connect(const server_address& addr,
-                              std::shared_ptr<asio::ssl::context> tls, const tls_options& opts,
-                              connect_handler done) {
+void transport::async_connect(const server_address& addr, std::shared_ptr<asio::ssl::context> tls,
+                              const tls_options& opts, connect_handler done) {
   close();
   if (addr.kind == server_address::scheme::unix_socket) {
     auto& s = stream_.emplace<unix_socket>(ex_);
@@ -89,15 +88,14 @@ void transport::async_connect(const server_address& addr,
                    const_cast<char*>(sni.c_str()));  // NOLINT
           if (verify) s->set_verify_callback(asio::ssl::host_name_verification(sni));
           stream_ = s;
-          s->async_handshake(asio::ssl::stream_base::client,
-                              [done = std::move(done), addr, tls, s](std::error_code hec) {
-                                if (hec) {
-                                  done(make_error_code(errc::tls_error),
-                                       "TLS handshake with " + describe(hec, addr));
-                                } else {
-                                  done({}, {});
-                                }
-                              });
+          s->async_handshake(asio::ssl::stream_base::client, [done = std::move(done), addr, tls,
+                                                              s](std::error_code hec) {
+            if (hec) {
+              done(make_error_code(errc::tls_error), "TLS handshake with " + describe(hec, addr));
+            } else {
+              done({}, {});
+            }
+          });
         };
         auto& sock = stream_.emplace<tcp::socket>(ex_);
         asio::async_connect(sock, results, std::move(on_connected));

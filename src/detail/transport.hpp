@@ -45,8 +45,9 @@ class transport {
           } else if constexpr (std::is_same_v<std::decay_t<decltype(s)>,
                                               std::shared_ptr<tls_stream>>) {
             // The handler keeps the TLS stream alive: its state must outlive the operation.
-            asio::async_write(*s, b, [keep = s, h = std::forward<Handler>(h)](
-                                         std::error_code ec, std::size_t n) mutable { h(ec, n); });
+            asio::async_write(*s, b,
+                              [keep = s, h = std::forward<Handler>(h)](
+                                  std::error_code ec, std::size_t n) mutable { h(ec, n); });
           } else {
             asio::async_write(s, b, std::forward<Handler>(h));
           }

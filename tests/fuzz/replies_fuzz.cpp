@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (auto renew = rlock::detail::decode_renew(res, n); renew && renew->size() != n) {
         std::abort();
       }
-      if (auto refresh = rlock::detail::decode_refresh(res, n); refresh && refresh->status.size() != n) {
+      if (auto refresh = rlock::detail::decode_refresh(res, n);
+          refresh && refresh->status.size() != n) {
         std::abort();
       }
     }

@@ -122,9 +122,9 @@ TEST(failure, default_config_reports_a_dead_server_within_the_connect_timeout) {
 }
 
 TEST(failure, malformed_urls_are_rejected_at_construction) {
-  for (const char* url : {"", "localhost:6379", "http://x:1", "redis://", "redis://h:0",
-                          "redis://h:99999", "redis://h:6379/x", "unix://relative.sock",
-                          "redis://[::1", "redis://ho st:1"}) {
+  for (const char* url :
+       {"", "localhost:6379", "http://x:1", "redis://", "redis://h:0", "redis://h:99999",
+        "redis://h:6379/x", "unix://relative.sock", "redis://[::1", "redis://ho st:1"}) {
     config cfg;
     cfg.address = url;
     try {

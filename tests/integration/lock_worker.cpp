@@ -14,12 +14,11 @@
 //   lock_worker barge URL NAME ITERATIONS           a Java Redisson client, simulated with
 //       Redisson's own acquire/unlock scripts and polling: it takes the lock only when it is
 //       free, increments "<NAME>:counter" with GET then SET inside, and checks "<NAME>:inside".
-#include <rlock/client.hpp>
-
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <rlock/client.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,7 +107,8 @@ int main(int argc, char** argv) try {
     const rlock::script acquire{redisson_acquire};
     const rlock::script unlock{redisson_unlock};
     // Each Java peer has its own owner: "<uuid>:<thread id>" (the pid stands in for both).
-    const std::string owner = "5a1f0e2c-7b3d-4e8f-9a6b-" + std::to_string(100000000000 + ::getpid()) + ":1";
+    const std::string owner =
+        "5a1f0e2c-7b3d-4e8f-9a6b-" + std::to_string(100000000000 + ::getpid()) + ":1";
     const std::string channel = "redisson_lock__channel:{" + name + "}";
     int acquisitions = 0;
     int overlaps = 0;
@@ -124,8 +124,8 @@ int main(int argc, char** argv) try {
       c.execute({"SET", name + ":counter", std::to_string(n + 1)});
       c.execute({"DECR", name + ":inside"});
       ++acquisitions;
-      const std::string latch = "redisson_unlock_latch:{" + name + "}:" + std::to_string(::getpid()) +
-                                "x" + std::to_string(i);
+      const std::string latch = "redisson_unlock_latch:{" + name +
+                                "}:" + std::to_string(::getpid()) + "x" + std::to_string(i);
       c.eval(unlock, {name, channel, latch}, {"0", "30000", owner, "publish", "20000"});
     }
     std::printf("acquisitions=%d overlaps=%d\n", acquisitions, overlaps);

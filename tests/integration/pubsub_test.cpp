@@ -145,7 +145,9 @@ TEST(pubsub, sharded_channels_use_ssubscribe_and_are_separate_from_classic_ones)
   EXPECT_FALSE(sharded.next(100ms).has_value()) << "SPUBLISH and PUBLISH never cross";
   ssub.reset();
   EXPECT_TRUE(wait_until(
-      [&] { return server.cli_reply({"PUBSUB", "SHARDNUMSUB", "shard-ch"}).elements.at(1).integer == 0; },
+      [&] {
+        return server.cli_reply({"PUBSUB", "SHARDNUMSUB", "shard-ch"}).elements.at(1).integer == 0;
+      },
       3s));
 }
 

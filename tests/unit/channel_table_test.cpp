@@ -1,5 +1,7 @@
 // Unit tests of rlock::detail::channel_table (src/detail/channel_table.cpp): the sans-I/O
 // reference counting of pub/sub channels on one subscriber connection.
+#include "detail/channel_table.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "detail/channel_table.hpp"
-
 namespace {
 
 using rlock::detail::channel_kind;
@@ -21,8 +21,12 @@ using key = channel_table::channel_key;
 using ids = std::vector<channel_table::listener_id>;
 using keys = std::vector<key>;
 
-key classic(const std::string& name) { return {channel_kind::classic, name}; }
-key sharded(const std::string& name) { return {channel_kind::sharded, name}; }
+key classic(const std::string& name) {
+  return {channel_kind::classic, name};
+}
+key sharded(const std::string& name) {
+  return {channel_kind::sharded, name};
+}
 
 bool no_actions(const actions& a) {
   return a.subscribe.empty() && a.unsubscribe.empty() && a.confirmed.empty() &&
@@ -501,7 +505,8 @@ TEST(channel_table, active_channels_counts_only_confirmed_channels) {
   channel_table t;
   actions a;
   std::vector<channel_table::listener_id> first;
-  for (int i = 0; i < 5; ++i) first.push_back(t.add(channel_kind::classic, "c" + std::to_string(i), a));
+  for (int i = 0; i < 5; ++i)
+    first.push_back(t.add(channel_kind::classic, "c" + std::to_string(i), a));
   EXPECT_EQ(t.active_channels(), 0u);
   for (int i = 0; i < 3; ++i) {
     t.on_subscribed(channel_kind::classic, "c" + std::to_string(i), a);

@@ -1,5 +1,7 @@
 // Unit tests of rlock::errc, rlock::error_category and rlock::error (include/rlock/error.hpp,
 // src/error.cpp).
+#include "rlock/error.hpp"
+
 #include <gtest/gtest.h>
 
 #include <exception>
@@ -9,8 +11,6 @@
 #include <system_error>
 #include <type_traits>
 #include <vector>
-
-#include "rlock/error.hpp"
 
 namespace {
 

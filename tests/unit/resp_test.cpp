@@ -1,5 +1,7 @@
 // Unit tests of RESP encoding and parsing (src/detail/resp.cpp) and of rlock::reply
 // (src/reply.cpp), whose trees the parser produces.
+#include "detail/resp.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "detail/resp.hpp"
 #include "rlock/error.hpp"
 #include "rlock/reply.hpp"
 
@@ -47,8 +48,7 @@ reply parse_one(std::string_view bytes) {
 // ---- encode_command ----
 
 TEST(resp_encode, encodes_simple_command) {
-  EXPECT_EQ(encode({"SET", "key", "value"}),
-            "*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n");
+  EXPECT_EQ(encode({"SET", "key", "value"}), "*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n");
 }
 
 TEST(resp_encode, encodes_single_argument) {
@@ -306,8 +306,8 @@ TEST(resp_reader, corrupt_after_good_reply_returns_good_reply_first) {
 }
 
 TEST(resp_reader, malformed_lengths_and_integers_are_protocol_errors) {
-  for (std::string_view bad : {"$abc\r\n"sv, ":abc\r\n"sv, ":12x\r\n"sv, "*abc\r\n"sv,
-                               "$-2\r\n"sv, "*1\r\n?\r\n"sv}) {
+  for (std::string_view bad :
+       {"$abc\r\n"sv, ":abc\r\n"sv, ":12x\r\n"sv, "*abc\r\n"sv, "$-2\r\n"sv, "*1\r\n?\r\n"sv}) {
     resp_reader r;
     r.feed(bad.data(), bad.size());
     reply out;

@@ -40,7 +40,9 @@ using clock_type = retry_fsm::clock;
 const clock_type::time_point t0 = clock_type::time_point{} + std::chrono::hours(100);
 const clock_type::time_point far = t0 + std::chrono::hours(1);
 
-std::error_code ec_of(errc e) { return rlock::make_error_code(e); }
+std::error_code ec_of(errc e) {
+  return rlock::make_error_code(e);
+}
 
 // Every rlock::errc value.
 std::vector<errc> all_errc() {
@@ -69,10 +71,10 @@ TEST(retry_fsm, success_after_retries_is_done) {
 }
 
 TEST(retry_fsm, non_transient_error_is_done) {
-  for (errc e : {errc::wrong_type, errc::script_error, errc::server_error, errc::auth_failed,
-                 errc::auth_required, errc::no_permission, errc::out_of_memory,
-                 errc::invalid_argument, errc::tls_error, errc::not_owner, errc::shutdown,
-                 errc::stopped}) {
+  for (errc e :
+       {errc::wrong_type, errc::script_error, errc::server_error, errc::auth_failed,
+        errc::auth_required, errc::no_permission, errc::out_of_memory, errc::invalid_argument,
+        errc::tls_error, errc::not_owner, errc::shutdown, errc::stopped}) {
     for (bool written : {false, true}) {
       for (bool idempotent : {false, true}) {
         retry_fsm f(4, idempotent, far);
@@ -188,8 +190,7 @@ TEST(retry_fsm, deadline_stops_retries) {
     // Already past the deadline, even with no delay.
     EXPECT_EQ(f.on_result(ec_of(errc::not_connected), false, deadline, 0ms).what, kind::done);
     retry_fsm g(10, false, deadline);
-    EXPECT_EQ(g.on_result(ec_of(errc::not_connected), false, deadline + 5ms, 0ms).what,
-              kind::done);
+    EXPECT_EQ(g.on_result(ec_of(errc::not_connected), false, deadline + 5ms, 0ms).what, kind::done);
   }
   {
     retry_fsm f(10, false, deadline);
@@ -248,9 +249,9 @@ TEST(retry_fsm, deadline_accessor) {
 // ---- is_transient ----
 
 TEST(is_transient, classifies_every_errc) {
-  const std::vector<errc> transient = {errc::timeout,      errc::connection_lost,
+  const std::vector<errc> transient = {errc::timeout,       errc::connection_lost,
                                        errc::not_connected, errc::connection_refused,
-                                       errc::server_busy,  errc::protocol_error};
+                                       errc::server_busy,   errc::protocol_error};
   for (errc e : all_errc()) {
     const bool expected = std::find(transient.begin(), transient.end(), e) != transient.end();
     EXPECT_EQ(is_transient(ec_of(e)), expected) << ec_of(e).message();
@@ -307,8 +308,7 @@ TEST(classify_server_error, maps_error_prefixes) {
        errc::server_error, errc::server_error},
       {"ERR Error running script (call to f_1234): @user_script:1: user_script:1: oops",
        errc::server_error, errc::script_error},
-      {"READONLY You can't write against a read only replica.", errc::read_only,
-       errc::read_only},
+      {"READONLY You can't write against a read only replica.", errc::read_only, errc::read_only},
       {"READONLY You can't write against a read only replica. script: 30ada88aea1b8902e826c526eb"
        "aa64270516b3ec, on @user_script:1.",
        errc::read_only, errc::read_only},

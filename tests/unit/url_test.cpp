@@ -271,10 +271,10 @@ TEST(url, rejects_bad_database) {
 TEST(url, rejects_bad_percent_encoding) {
   EXPECT_NE(reject("redis://:p%zzw@h").find("percent"), std::string::npos);
   EXPECT_NE(reject("redis://u%g1:pw@h").find("percent"), std::string::npos);
-  reject("redis://:pw%@h");     // '%' at the end
-  reject("redis://:pw%4@h");    // truncated escape
-  reject("redis://u%:pw@h");    // '%' at the end of the user
-  reject("redis://:%4g@h");     // second digit not hex
+  reject("redis://:pw%@h");   // '%' at the end
+  reject("redis://:pw%4@h");  // truncated escape
+  reject("redis://u%:pw@h");  // '%' at the end of the user
+  reject("redis://:%4g@h");   // second digit not hex
 }
 
 TEST(url, rejects_unterminated_ipv6_bracket) {
@@ -382,16 +382,11 @@ TEST(url, throwing_overload_throws_rlock_error) {
 
 TEST(url, thrown_message_does_not_contain_password) {
   const char* const urls[] = {
-      "redis://alice:TopSecretPw@h:0",
-      "redis://alice:TopSecretPw@h:abc",
-      "redis://:TopSecretPw@:6379",
-      "redis://alice:TopSecretPw@[::1",
-      "redis://alice:TopSecretPw@h/notadb",
-      "rediss://alice:TopSecretPw@h!x",
-      "redis://alice:TopSecretPw@h :1",
-      "redis://alice:TopSecretPw%zz@h",
-      "redis://alice:Top@SecretPw@h:0",
-      "http://alice:TopSecretPw@h",
+      "redis://alice:TopSecretPw@h:0",      "redis://alice:TopSecretPw@h:abc",
+      "redis://:TopSecretPw@:6379",         "redis://alice:TopSecretPw@[::1",
+      "redis://alice:TopSecretPw@h/notadb", "rediss://alice:TopSecretPw@h!x",
+      "redis://alice:TopSecretPw@h :1",     "redis://alice:TopSecretPw%zz@h",
+      "redis://alice:Top@SecretPw@h:0",     "http://alice:TopSecretPw@h",
   };
   for (const char* url : urls) {
     try {

@@ -1,8 +1,7 @@
 // Built against an installed rlock: find_package(rlock) and pkg-config must both work.
+#include <iostream>
 #include <rlock/client.hpp>
 #include <rlock/lock.hpp>
-
-#include <iostream>
 
 int main() {
   const auto a = rlock::parse_url("redis://user:pw@127.0.0.1:6380/2");
