@@ -44,7 +44,7 @@ acquire_fsm::action acquire_fsm::wait_for_ttl(time_point now) {
 
 acquire_fsm::action acquire_fsm::start(time_point now, bool head, channels subscribed) {
   subscribed_ = subscribed;
-  if (head || p_.single_attempt) return attempt(now);
+  if (head || p_.single_attempt || turn_pending_) return attempt(now);
   state_ = state::queued;
   action a;
   a.kind = action_kind::wait;
@@ -54,6 +54,12 @@ acquire_fsm::action acquire_fsm::start(time_point now, bool head, channels subsc
 
 acquire_fsm::action acquire_fsm::on_turn(time_point now, std::optional<time_point> held_until,
                                          channels subscribed) {
+  if (state_ == state::idle) {
+    // The waiter is in its process's queue but its start() has not run yet (another thread
+    // enqueues it, then starts it): the turn must not be lost, or the waiter stays queued.
+    turn_pending_ = true;
+    return {};
+  }
   if (state_ != state::queued) return {};
   subscribed_ = subscribed;
   if (stop_pending_) return finish(make_error_code(errc::stopped), false);

@@ -79,7 +79,8 @@ class acquire_fsm {
   /// The head of the local queue left or acquired: this waiter contends now. With
   /// `held_until` set, the lock is known to be held (by a local owner) until then, so the
   /// waiter sleeps until a wake-up or that time instead of sending a script that would fail.
-  /// `subscribed`: the channels of this lock subscribed in this process.
+  /// `subscribed`: the channels of this lock subscribed in this process. A turn that comes
+  /// before start() is kept: start() then contends at once, whatever its `head`.
   action on_turn(time_point now, std::optional<time_point> held_until, channels subscribed);
   action on_reply(time_point now, const reply& r);
   /// A subscribe of this process for this lock completed (with `ec` if it failed); `subscribed`
@@ -113,6 +114,7 @@ class acquire_fsm {
   channels needed_ = channels::all;
   bool woken_during_attempt_ = false;
   bool stop_pending_ = false;
+  bool turn_pending_ = false;  // on_turn came before start()
   long long last_ttl_ = -1;
   bool answered_ = false;  // an attempt's reply said the lock is held by another
   int attempts_ = 0;

@@ -227,6 +227,17 @@ TEST(acquire_fsm, turn_when_not_subscribed_attempts_at_once) {
   EXPECT_EQ(f.on_turn(t0 + 1ms, t0 + 30s, none).kind, kind::send_acquire);
 }
 
+// The process enqueues a waiter and starts its machine on the caller's thread; the previous head
+// may finish on an I/O thread in between and pass the turn to a machine not started yet.
+TEST(acquire_fsm, a_turn_that_comes_before_start_is_kept) {
+  auto f = make();
+  EXPECT_EQ(f.on_turn(t0, t0 + 30s, all).kind, kind::none);
+  EXPECT_EQ(f.attempts(), 0);
+  const auto a = f.start(t0 + 1ms, false, all);
+  EXPECT_EQ(a.kind, kind::send_acquire);
+  EXPECT_TRUE(f.is_head());
+}
+
 TEST(acquire_fsm, queued_waiter_times_out_at_its_deadline) {
   auto f = make(t0 + 50ms);
   f.start(t0, false, all);
