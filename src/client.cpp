@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "detail/blocking.hpp"
+#include "detail/closed_completion.hpp"
 #include "detail/connection.hpp"
 #include "detail/core.hpp"
 #include "detail/lock_scripts.hpp"
@@ -85,8 +86,9 @@ void client::shutdown() {
 
 void client::start_execute(const std::vector<std::string>& args, callback cb) {
   if (args.empty()) {
-    asio::post(core_->io(),
-               [cb = std::move(cb)] { cb(make_error_code(errc::invalid_argument), reply{}); });
+    detail::post_or_complete_closed(core_->io(), [cb = std::move(cb)] {
+      cb(make_error_code(errc::invalid_argument), reply{});
+    });
     return;
   }
   auto v = views(args);

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "detail/blocking.hpp"
+#include "detail/closed_completion.hpp"
 #include "detail/connection.hpp"
 #include "detail/lock_service.hpp"
 
@@ -81,8 +82,9 @@ void reentrant_lock::check_blocking_allowed() const {
 void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
                                    bool blocking) {
   if (o.lease && (*o.lease > max_lease)) {
-    asio::post(executor(),
-               [cb = std::move(cb)] { cb(make_error_code(errc::invalid_argument), false); });
+    detail::post_or_complete_closed(svc_->engine()->io(), [cb = std::move(cb)] {
+      cb(make_error_code(errc::invalid_argument), false);
+    });
     return;
   }
   detail::acquire_request r;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "rlock/config.hpp"
+#include "rlock/detail/handler_dispatch.hpp"
 #include "rlock/error.hpp"
 #include "rlock/lock.hpp"
 #include "rlock/reply.hpp"
@@ -134,7 +135,10 @@ class client {
   }
 
   /// Fails pending work with errc::shutdown and stops the I/O threads. Idempotent; the
-  /// destructor calls it.
+  /// destructor calls it. Afterwards every call on this client and its locks fails with
+  /// errc::shutdown at once: blocking calls throw it (a lock guard that outlives shutdown()
+  /// does not hang), and asynchronous handlers get it, those on the client's executor (the
+  /// default) on a thread of Asio's system executor, since the client's threads are gone.
   void shutdown();
 
   /// Internal: the engine shared by every object this client hands out.
@@ -149,11 +153,13 @@ class client {
   /// context be destroyed, while this client is still posting into it.
   template <class Handler>
   callback wrap(Handler handler) {
-    auto ex = asio::get_associated_executor(handler, get_executor());
+    auto own = get_executor();
+    auto ex = asio::get_associated_executor(handler, own);
     auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
-    return [h, ex, work](std::error_code ec, reply r) mutable {
-      asio::dispatch(ex, [h, ec, r = std::move(r)]() mutable { (*h)(ec, std::move(r)); });
+    return [h, ex, own, work](std::error_code ec, reply r) mutable {
+      detail::dispatch_handler(ex, own,
+                               [h, ec, r = std::move(r)]() mutable { (*h)(ec, std::move(r)); });
       work->reset();
     };
   }

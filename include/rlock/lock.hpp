@@ -67,6 +67,7 @@
 #include <string>
 #include <system_error>
 
+#include "rlock/detail/handler_dispatch.hpp"
 #include "rlock/error.hpp"
 
 namespace rlock {
@@ -253,21 +254,23 @@ class reentrant_lock {
   // operations do), so the caller's io_context cannot be destroyed while we post into it.
   template <class T, class Handler>
   callback<T> wrap(Handler handler) {
-    auto ex = asio::get_associated_executor(handler, executor());
+    auto own = executor();
+    auto ex = asio::get_associated_executor(handler, own);
     auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
-    return [h, ex, work](std::error_code ec, T v) {
-      asio::dispatch(ex, [h, ec, v]() mutable { (*h)(ec, v); });
+    return [h, ex, own, work](std::error_code ec, T v) {
+      detail::dispatch_handler(ex, own, [h, ec, v]() mutable { (*h)(ec, v); });
       work->reset();
     };
   }
   template <class Handler>
   void_callback wrap_void(Handler handler) {
-    auto ex = asio::get_associated_executor(handler, executor());
+    auto own = executor();
+    auto ex = asio::get_associated_executor(handler, own);
     auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
-    return [h, ex, work](std::error_code ec) {
-      asio::dispatch(ex, [h, ec]() mutable { (*h)(ec); });
+    return [h, ex, own, work](std::error_code ec) {
+      detail::dispatch_handler(ex, own, [h, ec]() mutable { (*h)(ec); });
       work->reset();
     };
   }

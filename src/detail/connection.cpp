@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <string_view>
 
+#include "detail/closed_completion.hpp"
+
 namespace rlock::detail {
 namespace {
 
@@ -232,7 +234,7 @@ void connection::submit(request r) {
   std::unique_lock lk(mu_);
   if (state_ == state::closed) {
     lk.unlock();
-    asio::post(strand_, [cb = std::move(r.done)]() mutable {
+    complete_closed([cb = std::move(r.done)]() mutable {
       if (cb) cb(failure(make_error_code(errc::shutdown), false));
     });
     return;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "detail/backoff.hpp"
+#include "detail/closed_completion.hpp"
 #include "detail/resp.hpp"
 #include "detail/retry_fsm.hpp"
 
@@ -242,7 +243,7 @@ void core::send(const std::shared_ptr<attempt>& a) {
     exec_result r;
     r.ec = make_error_code(errc::shutdown);
     auto cb = std::move(a->done);
-    asio::post(io_, [cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
+    complete_closed([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
     return;
   }
   request r;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string_view>
 
+#include "detail/closed_completion.hpp"
 #include "detail/lock_keys.hpp"
 #include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
@@ -198,8 +199,7 @@ void lock_service::start(const std::shared_ptr<op>& o) {
   {
     std::lock_guard lk(mu_);
     if (closed_) {
-      asio::post(core_->io(),
-                 [d = std::move(o->done)] { d(make_error_code(errc::shutdown), false); });
+      complete_closed([d = std::move(o->done)] { d(make_error_code(errc::shutdown), false); });
       return;
     }
     entry& e = entries_[o->req.raw_name];

@@ -1,5 +1,7 @@
 #include "detail/subscriber.hpp"
 
+#include "detail/closed_completion.hpp"
+
 namespace rlock::detail {
 namespace {
 
@@ -58,7 +60,7 @@ void subscriber::async_subscribe(channel_kind kind, std::string channel, pubsub_
   {
     std::lock_guard lk(mu_);
     if (closed_) {
-      asio::post(io_, [done = std::move(done)] { done(make_error_code(errc::shutdown), 0); });
+      complete_closed([done = std::move(done)] { done(make_error_code(errc::shutdown), 0); });
       return;
     }
     channel_table::actions a;

@@ -204,6 +204,46 @@ TEST(connection, shutdown_fails_pending_work_without_hanging) {
   EXPECT_EQ(f.get(), errc::shutdown);
 }
 
+// After shutdown() every call ends at once with errc::shutdown, the blocking ones included: the
+// I/O threads are gone, so nothing may wait for them (a lock guard's destructor, a cleanup path).
+TEST(connection, calls_after_shutdown_fail_at_once) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("after-shutdown");
+  l.lock();
+  c.shutdown();
+  auto expect_shutdown = [](auto call) {
+    const auto t0 = steady::now();
+    try {
+      call();
+      ADD_FAILURE() << "no error";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), errc::shutdown) << e.what();
+    }
+    EXPECT_LT(ms_since(t0), 1000);
+  };
+  expect_shutdown([&] { c.execute({"PING"}); });
+  expect_shutdown([&] { l.unlock(); });
+  expect_shutdown([&] { l.lock(); });
+  expect_shutdown([&] { (void)l.try_lock(1s); });
+  // Handlers on the client's executor (the default) run although its threads have ended.
+  std::promise<std::error_code> p;
+  c.async_execute({"PING"}, [&](std::error_code ec, reply) { p.set_value(ec); });
+  auto f = p.get_future();
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(f.get(), errc::shutdown);
+  std::promise<std::error_code> p2;
+  l.async_try_lock(1, [&](std::error_code ec, bool) { p2.set_value(ec); });
+  auto f2 = p2.get_future();
+  ASSERT_EQ(f2.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(f2.get(), errc::shutdown);
+  std::promise<std::error_code> p3;
+  c.async_execute({}, [&](std::error_code ec, reply) { p3.set_value(ec); });
+  auto f3 = p3.get_future();
+  ASSERT_EQ(f3.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(f3.get(), errc::invalid_argument);
+}
+
 // A request that failed at once (the server refuses connections) sleeps before its next attempt.
 // Destroying the client while the I/O thread is putting it to sleep must cancel that sleep, not
 // wait it out: the destructor sweeps across that moment with growing head starts. Under

@@ -1,0 +1,26 @@
+// Internal to the public headers: how a completion reaches the user's handler.
+#pragma once
+
+#include <asio.hpp>
+#include <type_traits>
+#include <utility>
+
+namespace rlock::detail {
+
+/// Hands `f` (a handler bound to its arguments) to `ex`, the handler's associated executor;
+/// `own` is the client's executor, the default. A handler that would run on the client's
+/// io_context after its threads have ended (client::shutdown(): the io_context is stopped)
+/// would never run, and whoever waits for it would wait for ever: it runs on Asio's system
+/// executor instead. Any other executor is the user's, and its own rules apply.
+template <class Executor, class F>
+void dispatch_handler(const Executor& ex, const asio::io_context::executor_type& own, F&& f) {
+  if constexpr (std::is_same_v<Executor, asio::io_context::executor_type>) {
+    if (ex == own && own.context().stopped()) {
+      asio::post(asio::system_executor(), std::forward<F>(f));
+      return;
+    }
+  }
+  asio::dispatch(ex, std::forward<F>(f));
+}
+
+}  // namespace rlock::detail
