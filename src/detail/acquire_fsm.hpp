@@ -97,6 +97,8 @@ class acquire_fsm {
 
   bool is_head() const { return state_ != state::queued && state_ != state::idle; }
   bool finished() const { return state_ == state::done; }
+  /// Waiting for the channels it asked for (after a `subscribe` action, before on_subscribed).
+  bool subscribing() const { return state_ == state::subscribing; }
   int attempts() const { return attempts_; }
 
  private:

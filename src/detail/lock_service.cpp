@@ -385,7 +385,9 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
     // Another waiter's subscribe is in flight; this one is told when it completes (and asks
     // for more then, if that was not enough). Its own deadline still bounds it through a timer.
     std::lock_guard lk(o->mu);
-    if (o->finished) return;
+    // Between the service's mutex and this one, the in-flight subscribe may have completed and
+    // moved the machine on (to an attempt, or a wait whose timer this must not replace).
+    if (o->finished || !o->fsm.subscribing()) return;
     o->timer.cancel();
     o->timer.expires_at(until);
     o->timer.async_wait([self = shared_from_this(), o](std::error_code ec) {
@@ -660,7 +662,9 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   auto done = std::move(o->done);
   if (stale && !o->req.single_attempt && clock::now() < o->req.deadline &&
       !o->req.stop.stop_requested()) {
-    acquire(std::move(o->req), std::move(done));  // starts once the undo has landed
+    // A copy: a reply or timer of this op may still be running on another I/O thread and read
+    // o->req (its name) before it sees that the op has finished.
+    acquire(o->req, std::move(done));  // starts once the undo has landed
     return;
   }
   if (!keep && a.ec && a.ec == o->last_error && o->req.error_detail != nullptr) {
