@@ -1,6 +1,8 @@
 // Multiplexing, pipelining, scripts: the request/reply core against a real server.
 #include <gtest/gtest.h>
 
+#include <asio/bind_executor.hpp>
+#include <asio/thread_pool.hpp>
 #include <atomic>
 #include <future>
 #include <thread>
@@ -242,6 +244,31 @@ TEST(connection, calls_after_shutdown_fail_at_once) {
   auto f3 = p3.get_future();
   ASSERT_EQ(f3.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(f3.get(), errc::invalid_argument);
+}
+
+// An invalid call's rejection is posted to the client's io_context; a shutdown on another thread
+// may end that io_context's threads at the same moment. The rejection must still reach a handler
+// bound to the user's own executor, which no work of the client keeps alive: the rounds sweep
+// the call across the moment the threads end.
+TEST(connection, a_rejection_racing_shutdown_still_reaches_a_handler_on_a_user_executor) {
+  redis_server server;
+  asio::thread_pool user(1);
+  for (int i = 0; i < 300; ++i) {
+    client c(config_for(server));
+    auto p = std::make_shared<std::promise<std::error_code>>();
+    std::thread closer([&] { c.shutdown(); });
+    const auto head_start = std::chrono::microseconds((i % 100) * 10);
+    const auto from = steady::now();
+    while (steady::now() - from < head_start) {
+    }
+    auto f = p->get_future();
+    c.async_execute(
+        {}, asio::bind_executor(user, [p](std::error_code ec, reply) { p->set_value(ec); }));
+    closer.join();
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready) << "round " << i << ": lost";
+    EXPECT_EQ(f.get(), errc::invalid_argument);
+  }
+  user.join();
 }
 
 // A request that failed at once (the server refuses connections) sleeps before its next attempt.
