@@ -20,7 +20,11 @@
 //
 // Leases: without a lease the lock gets lock_watchdog_timeout (30 s) and the client's watchdog
 // renews it every third of that while it is held. With a lease the lock expires after it and is
-// not renewed. Re-entry resets the TTL to the new acquire's lease.
+// not renewed. Re-entry resets the TTL to the new acquire's lease, and valid_until() follows it.
+// Once any hold of an owner was taken without a lease, the watchdog renews the lock until the
+// owner's final unlock (a re-entry with a shorter lease, or a partial unlock, does not cut it
+// short); an unlock that leaves holds sets the TTL to the watchdog's lease then, else to the
+// last acquire's lease (Redisson's behaviour).
 //
 // Fairness: with config::lock_queue (the default) rlock waiters are served first come, first
 // served across processes: an unlock hands the lock to the first live waiter in the queue and

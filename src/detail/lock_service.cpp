@@ -639,6 +639,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
       ++h.count;
       h.watchdog_id = o->watchdog_id;
       h.lease = o->lease;
+      h.renew = h.renew || o->renew;
     } else if (o->watchdog_added_here) {
       watchdog_->remove(o->watchdog_id);
     }
@@ -653,7 +654,10 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     }
     maybe_linger_locked(o->req.raw_name, e);
   }
-  if (keep) watchdog_->activate(o->watchdog_id, o->lease_from.value_or(o->sent_at));
+  // A re-entry too: its script reset the TTL to its own lease.
+  if (keep) {
+    watchdog_->activate(o->watchdog_id, o->lease_from.value_or(o->sent_at), o->lease, o->renew);
+  }
   if (next) {
     step(next, [held_until, next_subscribed](acquire_fsm& f) {
       return f.on_turn(clock::now(), held_until, next_subscribed);
@@ -829,7 +833,10 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
     if (it != entries_.end()) {
       auto h = it->second.holds.find(owner_id);
       if (h != it->second.holds.end()) {
-        lease = h->second.lease;
+        // The TTL left behind when holds remain: a renewed hold keeps the watchdog's lease
+        // (an explicit lease of an inner hold must not cut it short), otherwise the last
+        // acquire's lease (Redisson's internalLockLeaseTime).
+        if (!h->second.renew) lease = h->second.lease;
         if (h->second.count <= 1 && h->second.watchdog_id != 0) {
           // Cancelled before the unlock is sent: no renewal can outlive it (Redisson #7272).
           renewal_cancelled = true;
@@ -839,10 +846,11 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
       }
     }
   }
+  const auto sent_at = clock::now();
   send_unlock(
       raw_name, lock_channel(raw_name), owner_field(owner_id), lease, "",
-      [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, error_detail,
-       done = std::move(done)](exec_result res) {
+      [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, error_detail, lease,
+       sent_at, done = std::move(done)](exec_result res) {
         const unlock_outcome outcome = decode_unlock(res);
         std::error_code ec = outcome.ec;
         if (ec && error_detail != nullptr) *error_detail = res.detail;
@@ -874,6 +882,12 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
               if (released || not_owner || --h->second.count <= 0) {
                 if (h->second.watchdog_id != 0) self->watchdog_->remove(h->second.watchdog_id);
                 e.holds.erase(h);
+              } else if (h->second.watchdog_id != 0) {
+                // Holds remain and the script reset the TTL to `lease`: the local deadline
+                // follows (a later send's reply, such as a renewal's, comes after this one).
+                // From the first send: a resent unlock's latch may return an earlier attempt's
+                // result, applied before the resend.
+                self->watchdog_->activate(h->second.watchdog_id, sent_at, lease, h->second.renew);
               }
             }
             self->maybe_linger_locked(raw_name, e);

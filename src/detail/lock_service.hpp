@@ -71,7 +71,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   struct hold {
     int count = 0;
     std::uint64_t watchdog_id = 0;
-    std::chrono::milliseconds lease{};
+    std::chrono::milliseconds lease{};  // the last acquire's: a partial unlock's TTL
+    bool renew = false;                 // some acquire of it asked for the watchdog
     std::stop_source lost;
   };
   using channels = acquire_fsm::channels;

@@ -31,14 +31,17 @@ std::uint64_t watchdog::add(std::string key, std::string owner, std::chrono::mil
   return id;
 }
 
-void watchdog::activate(std::uint64_t id, clock::time_point sent_at) {
+void watchdog::activate(std::uint64_t id, clock::time_point sent_at,
+                        std::chrono::milliseconds lease, bool renew) {
   std::lock_guard lk(mu_);
   auto it = holds_.find(id);
   if (it == holds_.end() || stopped_) return;
   hold& h = it->second;
   h.active = true;
-  h.valid_until = sent_at + h.lease;
-  if (h.renew) schedule_round_locked(sent_at + timeout_ / 3);
+  h.lease = lease;
+  h.renew = h.renew || renew;
+  h.valid_until = sent_at + lease;
+  if (h.renew) schedule_round_locked(sent_at + std::min(lease, timeout_) / 3);
   // The expiry timer only ever needs to move earlier; a firing that finds nothing expired
   // re-arms itself at the then-earliest deadline. This keeps activation O(1).
   if (h.valid_until < expiry_at_) arm_at_locked(h.valid_until);

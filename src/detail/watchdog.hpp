@@ -9,7 +9,8 @@
 //   gone, or when valid_until passes without a successful renewal (Redis unreachable, paused),
 //   the hold is lost: it leaves the watchdog and its loss callback runs once.
 // - Holds taken with an explicit lease are not renewed, but their loss is still reported when
-//   the lease runs out.
+//   the lease runs out. A re-entry resets the server's TTL to its own lease (Redisson's script):
+//   the hold's deadline follows it, and a re-entry under the watchdog starts renewal.
 // - Registration happens before the acquire is sent (add, then activate on success) and removal
 //   before the unlock is sent, so no renewal outlives an unlock (Redisson #7272).
 #pragma once
@@ -38,8 +39,13 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   /// Registers a hold before its acquire is sent. `renew`: watchdog lease (else fixed lease).
   std::uint64_t add(std::string key, std::string owner, std::chrono::milliseconds lease, bool renew,
                     loss_callback on_loss);
-  /// The acquire succeeded; it was sent at `sent_at`.
-  void activate(std::uint64_t id, clock::time_point sent_at);
+  /// A script sent at `sent_at` set the lock's TTL to `lease` and succeeded: the hold's first
+  /// acquire, a re-entry (which resets the TTL to its own lease) or an unlock that left holds
+  /// behind. valid_until becomes sent_at + lease, the server's expiry or earlier. `renew`: this
+  /// acquire asked for the watchdog; once any acquire of a hold did, the hold is renewed until
+  /// it is removed, and the next round comes within a third of `lease`, before the TTL runs out.
+  void activate(std::uint64_t id, clock::time_point sent_at, std::chrono::milliseconds lease,
+                bool renew);
   /// Removes a hold (before its unlock is sent, or after its acquire failed). No callback.
   void remove(std::uint64_t id);
   /// The local deadline of a hold (time_point::min() if unknown or lost).

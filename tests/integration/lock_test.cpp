@@ -53,6 +53,63 @@ TEST(lock, reentrant_hold_count_and_ttl_reset) {
   EXPECT_FALSE(l.is_locked());
 }
 
+// A re-entry resets the lock's TTL to its own lease (Redisson's script), and so does an unlock
+// that leaves holds: the local deadline must follow the server, or valid_until() claims a lock
+// the server has already let go. Before the fix: (1) lock(); lock(1500ms) let the key expire
+// after 1.5 s while valid_until() still promised ~28 s and no loss was reported; (2)
+// lock(1500ms); lock() was never renewed.
+TEST(lock, re_entry_with_another_lease_keeps_the_watchdog_and_valid_until_true) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 3000ms;  // renewed every second
+  client c(cfg);
+  auto pttl = [&](const char* key) { return server.cli_reply({"PTTL", key}).integer; };
+  {
+    // An inner explicit lease under the watchdog: renewal continues, within a third of it.
+    auto l = c.get_lock("re-short");
+    l.lock();
+    l.lock(600ms);
+    const auto server_end = steady::now() + std::chrono::milliseconds(pttl("re-short"));
+    EXPECT_LE(l.valid_until(), server_end + 50ms) << "valid_until() beyond the server's TTL";
+    // Renewal restores the watchdog's lease before the inner one runs out.
+    ASSERT_TRUE(wait_until([&] { return pttl("re-short") > 1000; }, 3s))
+        << "not renewed; PTTL " << pttl("re-short");
+    EXPECT_FALSE(l.loss_token().stop_requested());
+    EXPECT_GT(l.valid_until(), steady::now());
+    l.unlock();  // partial: the watchdog's lease is set again
+    EXPECT_GT(pttl("re-short"), 2000);
+    l.unlock();
+    EXPECT_EQ(server.cli({"EXISTS", "re-short"}), "0");
+  }
+  {
+    // A watchdog re-entry of a hold taken with a lease starts renewal.
+    auto l = c.get_lock("re-renew");
+    l.lock(600ms);
+    l.lock();
+    const auto first = l.valid_until();
+    ASSERT_TRUE(wait_until([&] { return l.valid_until() > first + 300ms; }, 3s)) << "not renewed";
+    EXPECT_EQ(server.cli({"EXISTS", "re-renew"}), "1");
+    EXPECT_FALSE(l.loss_token().stop_requested());
+    l.unlock();
+    l.unlock();
+  }
+  {
+    // Without the watchdog, a partial unlock sets the last acquire's lease; valid_until()
+    // follows it down.
+    auto l = c.get_lock("re-lease");
+    l.lock(20s);
+    l.lock(800ms);
+    l.unlock();
+    const auto server_end = steady::now() + std::chrono::milliseconds(pttl("re-lease"));
+    EXPECT_LE(l.valid_until(), server_end + 50ms) << "valid_until() beyond the server's TTL";
+    std::promise<void> lost;
+    std::stop_callback on_loss(l.loss_token(), [&] { lost.set_value(); });
+    ASSERT_EQ(lost.get_future().wait_for(3s), std::future_status::ready);
+    // Reported at the local deadline, which is at or before the server's expiry.
+    EXPECT_TRUE(wait_until([&] { return server.cli({"EXISTS", "re-lease"}) == "0"; }, 1s));
+  }
+}
+
 TEST(lock, lease_expires_and_is_not_renewed) {
   redis_server server;
   client a(config_for(server));
