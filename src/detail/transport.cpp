@@ -1,6 +1,10 @@
 #include "detail/transport.hpp"
 
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include "rlock/error.hpp"
 
@@ -38,6 +42,19 @@ std::string describe(const std::error_code& ec, const server_address& addr) {
   return addr.to_string() + ": " + ec.message();
 }
 
+/// Opens `s` close-on-exec. Asio opens sockets without SOCK_CLOEXEC, so a program that starts
+/// another (rlock exec's command, a user's fork and exec) would hand it its Redis connections:
+/// kept open as long as the child lives, authenticated, and writable by it.
+template <class Socket, class Protocol>
+std::error_code open_cloexec(Socket& s, const Protocol& p) {
+  const int fd = ::socket(p.family(), p.type() | SOCK_CLOEXEC, p.protocol());
+  if (fd < 0) return {errno, std::system_category()};
+  std::error_code ec;
+  s.assign(p, fd, ec);
+  if (ec) ::close(fd);
+  return ec;
+}
+
 }  // namespace
 
 void transport::async_connect(const server_address& addr, std::shared_ptr<asio::ssl::context> tls,
@@ -45,6 +62,12 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
   close();
   if (addr.kind == server_address::scheme::unix_socket) {
     auto& s = stream_.emplace<unix_socket>(ex_);
+    if (const std::error_code oec = open_cloexec(s, asio::local::stream_protocol())) {
+      asio::post(ex_, [done = std::move(done), addr, oec] {
+        done(make_error_code(errc::connection_refused), describe(oec, addr));
+      });
+      return;
+    }
     s.async_connect(asio::local::stream_protocol::endpoint(addr.path),
                     [done = std::move(done), addr](std::error_code ec) {
                       if (ec) {
@@ -58,16 +81,17 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
   const bool use_tls = addr.kind == server_address::scheme::rediss;
   const std::string sni = opts.server_name.empty() ? addr.host : opts.server_name;
   const bool verify = opts.verify_peer;
+  const std::uint64_t gen = connect_gen_;
   resolver_.async_resolve(
       addr.host, std::to_string(addr.port),
-      [this, addr, use_tls, sni, verify, tls = std::move(tls), done = std::move(done)](
+      [this, addr, use_tls, sni, verify, gen, tls = std::move(tls), done = std::move(done)](
           std::error_code ec, const tcp::resolver::results_type& results) mutable {
         if (ec) {
           done(make_error_code(errc::connection_refused), "cannot resolve " + describe(ec, addr));
           return;
         }
-        auto on_connected = [this, addr, use_tls, sni, verify, tls, done = std::move(done)](
-                                std::error_code cec, const tcp::endpoint&) mutable {
+        auto on_connected = [this, addr, use_tls, sni, verify, tls,
+                             done = std::move(done)](std::error_code cec) mutable {
           if (cec) {
             done(make_error_code(errc::connection_refused), describe(cec, addr));
             return;
@@ -97,9 +121,35 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
             }
           });
         };
-        auto& sock = stream_.emplace<tcp::socket>(ex_);
-        asio::async_connect(sock, results, std::move(on_connected));
+        auto eps =
+            std::make_shared<const std::vector<tcp::endpoint>>(results.begin(), results.end());
+        connect_tcp(std::move(eps), 0, {}, gen, std::move(on_connected));
       });
+}
+
+void transport::connect_tcp(std::shared_ptr<const std::vector<tcp::endpoint>> eps, std::size_t i,
+                            std::error_code last, std::uint64_t gen, connected_handler done) {
+  if (gen != connect_gen_) {
+    done(asio::error::operation_aborted);
+    return;
+  }
+  if (i >= eps->size()) {
+    done(last ? last : make_error_code(asio::error::not_found));
+    return;
+  }
+  const tcp::endpoint ep = (*eps)[i];
+  auto& sock = stream_.emplace<tcp::socket>(ex_);
+  if (const std::error_code oec = open_cloexec(sock, ep.protocol())) {
+    connect_tcp(std::move(eps), i + 1, oec, gen, std::move(done));
+    return;
+  }
+  sock.async_connect(ep, [this, eps, i, gen, done = std::move(done)](std::error_code ec) mutable {
+    if (!ec || ec == asio::error::operation_aborted) {
+      done(ec);
+      return;
+    }
+    connect_tcp(std::move(eps), i + 1, ec, gen, std::move(done));
+  });
 }
 
 int transport::direct_fd() {
@@ -113,6 +163,7 @@ int transport::direct_fd() {
 }
 
 void transport::close() {
+  ++connect_gen_;  // a connect in progress tries no further endpoint
   resolver_.cancel();
   std::error_code ignored;
   std::visit(

@@ -4,11 +4,13 @@
 
 #include <asio.hpp>
 #include <asio/ssl.hpp>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 #include <system_error>
 #include <variant>
+#include <vector>
 
 #include "rlock/config.hpp"
 
@@ -104,7 +106,14 @@ class transport {
   }
   static tls_stream& deref(std::shared_ptr<tls_stream>& s) { return *s; }
 
+  using connected_handler = std::function<void(std::error_code)>;
+  /// Connects to eps[i], then the next on failure (Asio's range connect, but each socket opened
+  /// close-on-exec). `gen`: the connect this belongs to; a close() or newer connect ends it.
+  void connect_tcp(std::shared_ptr<const std::vector<tcp::endpoint>> eps, std::size_t i,
+                   std::error_code last, std::uint64_t gen, connected_handler done);
+
   executor ex_;
+  std::atomic<std::uint64_t> connect_gen_{0};
   tcp::resolver resolver_;
   std::variant<std::monostate, tcp::socket, std::shared_ptr<tls_stream>, unix_socket> stream_;
 };

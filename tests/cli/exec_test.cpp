@@ -70,6 +70,19 @@ TEST(cli_exec, propagates_the_exit_status_and_sets_the_environment) {
   EXPECT_EQ(server.cli({"EXISTS", "env-name"}), "0");
 }
 
+// The command gets stdin, stdout and stderr, not rlock's connections to Redis: an inherited
+// socket would stay open (and authenticated) as long as anything the command started lives.
+// Before the fix the command saw two "socket:" descriptors (Asio opens sockets without
+// SOCK_CLOEXEC).
+TEST(cli_exec, the_command_inherits_no_connection_to_redis) {
+  redis_server server;
+  const auto r =
+      run_rlock({"exec", "no-fds", "--url", server.url(), "--", "sh", "-c", "ls -l /proc/$$/fd"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("socket:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 2 -> "), std::string::npos) << "the listing itself ran: " << r.out;
+}
+
 TEST(cli_exec, wait_expiry_exits_75_without_running_the_command) {
   redis_server server;
   temp_dir dir("rlock-cli");
