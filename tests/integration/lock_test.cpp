@@ -174,6 +174,31 @@ TEST(lock, loss_signal_fires_within_one_renewal_period_and_unlock_reports_not_ow
   }
 }
 
+// A lock's key deleted and re-created as another type (a string here) makes HEXISTS fail with
+// WRONGTYPE. In the batch's script that failed the whole batch before: the healthy lock in it
+// was never renewed and reported lost at its deadline, and the other one's loss came late.
+TEST(lock, a_key_recreated_as_another_type_does_not_fail_its_renewal_batch) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 900ms;  // period 300 ms
+  client c(cfg);
+  auto healthy = c.get_lock("batch-healthy");
+  auto taken = c.get_lock("batch-taken");
+  healthy.lock();
+  taken.lock();  // both renewed by one script
+  std::promise<void> lost;
+  std::stop_callback on_loss(taken.loss_token(), [&] { lost.set_value(); });
+  EXPECT_EQ(server.cli({"DEL", "batch-taken"}), "1");
+  EXPECT_EQ(server.cli({"SET", "batch-taken", "a string"}), "OK");
+  ASSERT_EQ(lost.get_future().wait_for(2s), std::future_status::ready);
+  // Renewed past its first deadline: the renewal that found the string renewed it too.
+  const auto first_deadline = healthy.valid_until();
+  ASSERT_TRUE(wait_until([&] { return healthy.valid_until() > first_deadline; }, 2s));
+  EXPECT_FALSE(healthy.loss_token().stop_requested());
+  EXPECT_EQ(server.cli({"GET", "batch-taken"}), "a string");  // left as it was
+  healthy.unlock();
+}
+
 TEST(lock, loss_fires_when_renewal_cannot_reach_a_paused_server_before_the_lease_ends) {
   redis_server server;
   config cfg = config_for(server);
