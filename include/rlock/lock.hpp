@@ -72,6 +72,7 @@
 #include <system_error>
 
 #include "rlock/detail/handler_dispatch.hpp"
+#include "rlock/detail/saturating_duration.hpp"
 #include "rlock/error.hpp"
 
 namespace rlock {
@@ -130,7 +131,7 @@ class reentrant_lock {
   bool try_lock(milliseconds wait, milliseconds lease = milliseconds(-1));
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock(std::chrono::ceil<milliseconds>(d));
+    return try_lock(detail::saturating_ceil_ms(d));
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {

@@ -285,6 +285,32 @@ TEST(lock, try_lock_with_wait_times_out_or_wins_promptly) {
   (void)ms;
 }
 
+// try_lock_for(seconds::max()) means "wait as long as it takes"; its conversion to milliseconds
+// overflowed to a negative wait before, and the call gave up at once on a held lock.
+TEST(lock, try_lock_for_the_longest_duration_waits) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  auto held = a.get_lock("longest");
+  held.lock();
+  std::promise<bool> got;
+  std::thread waiter(
+      [&] { got.set_value(b.get_lock("longest").try_lock_for(std::chrono::seconds::max())); });
+  auto f = got.get_future();
+  // Waiting, not answered: observed through the server (the waiter's queue entry) rather than
+  // a sleep.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return server.cli({"ZCARD", "rlock_queue:{longest}"}) == "1";
+      },
+      5s));
+  EXPECT_EQ(f.wait_for(0s), std::future_status::timeout) << "gave up without waiting";
+  held.unlock();
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(f.get());
+  waiter.join();
+}
+
 TEST(lock, non_owner_unlock_leaves_the_key_and_force_unlock_wakes_waiters) {
   redis_server server;
   client a(config_for(server));
