@@ -93,8 +93,10 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   if (o.lease && o.lease->count() > 0) r.lease = *o.lease;
   if (o.wait) {
     r.single_attempt = o.wait->count() <= 0;
-    // A single attempt has no wait budget: its one script is bounded by the request timeout.
-    if (!r.single_attempt) r.deadline = deadline_after(*o.wait);
+    // A single attempt has no wait budget: its one script, resends included, is bounded by one
+    // request timeout (not retry_attempts of them: a paused server would hold try_lock() for
+    // 4 x 3 s with the defaults).
+    r.deadline = deadline_after(r.single_attempt ? svc_->engine()->cfg().timeout : *o.wait);
   }
   r.stop = std::move(o.stop);
   r.error_detail = o.error_detail;

@@ -122,7 +122,9 @@ class reentrant_lock {
   /// Interruptible (Redisson's lockInterruptibly): a stop request throws errc::stopped.
   void lock(std::stop_token stop);
   void lock(milliseconds lease, std::stop_token stop);
-  /// One attempt with the watchdog lease; never waits.
+  /// One attempt with the watchdog lease; never waits for the lock. Bounded by one request
+  /// timeout (config::timeout) in all, resends included: a server that does not answer by then
+  /// (paused, hung) makes it throw errc::timeout.
   bool try_lock();
   /// Redisson's tryLock(wait, lease): false when not acquired within `wait`. lease <= 0 takes
   /// the watchdog lease. Once the server has answered that the lock is held, the end of the

@@ -96,7 +96,8 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
     if (!result->ec && result->acquired) {
       // Acquired just before the stop took effect: give it back before reporting.
       // If this fails the hold ends with its lease anyway.
-      [[maybe_unused]] const std::error_code ec = release_hold(lock, request.owner);
+      [[maybe_unused]] const std::error_code ec =
+          release_hold(lock, request.owner, 2 * client.get_config().timeout, signals);
     }
     out.outcome = acquire_outcome::interrupted;
     out.signal = interrupted_by;

@@ -28,7 +28,10 @@ using std::chrono::milliseconds;
 constexpr const char* footer_text =
     "The command starts once the lock is held and the lock is released when it ends, also\n"
     "when it crashes. Without --lease the client's watchdog renews the lock every third of\n"
-    "--watchdog-timeout while the command runs.\n"
+    "--watchdog-timeout while the command runs. The release waits at most twice --timeout\n"
+    "for the server (and ends at once on SIGINT/SIGTERM/SIGHUP): if the server does not\n"
+    "answer, rlock warns, exits with the command's status, and the lock ends with its lease.\n"
+    "--wait 0s tries once, within one --timeout.\n"
     "\n"
     "Lock loss: when renewal finds the lock gone (deleted, force-unlocked, expired) or cannot\n"
     "renew it before its lease ends (with --lease: when the lease runs out), the command gets\n"
@@ -163,11 +166,13 @@ int run_exec(const exec_options& o) {
                  "\n");
   }
 
-  // From here on the lock is held: every path releases it.
+  // From here on the lock is held: every path releases it, waiting for the server at most
+  // two request timeouts (one resend), so that a hung server cannot keep rlock from exiting.
+  const milliseconds release_bound = 2 * cfg.timeout;
   event_flag lost;
   std::stop_callback on_loss(lock.loss_token(owner), [&lost] { lost.raise(); });
   if (lost.clear()) {  // already lost (a lease shorter than the way here): do not start
-    [[maybe_unused]] const std::error_code ec = release_hold(lock, owner);
+    [[maybe_unused]] const std::error_code ec = release_hold(lock, owner, release_bound, signals);
     throw command_error(o.lost_exit_code,
                         "lost lock '" + o.name + "' before the command started; it was not run");
   }
@@ -175,7 +180,8 @@ int run_exec(const exec_options& o) {
   const pid_t pid = spawn_process(
       o.command, command_environment(o.name, fencing_token(lock, owner)), {}, &spawn_error);
   if (pid < 0) {
-    [[maybe_unused]] const std::error_code ec = release_hold(lock, owner);  // nothing ran
+    [[maybe_unused]] const std::error_code ec =
+        release_hold(lock, owner, release_bound, signals);  // nothing ran
     throw command_error(
         spawn_error == ENOENT ? exit_codes::not_found : exit_codes::cannot_execute,
         "cannot run '" + o.command.front() + "': " + std::system_category().message(spawn_error));
@@ -183,7 +189,7 @@ int run_exec(const exec_options& o) {
   const supervision_result ran =
       supervise_command(pid, {*loss_signal, o.grace, o.name, loss_reason(o)}, signals, lost);
 
-  const std::error_code released = release_hold(lock, owner);
+  const std::error_code released = release_hold(lock, owner, release_bound, signals);
   if (ran.lost) {
     write_stderr("rlock: the command ended with status " + std::to_string(ran.status) +
                  " after the lock was lost; exiting with " + std::to_string(o.lost_exit_code) +

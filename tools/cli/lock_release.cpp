@@ -1,15 +1,54 @@
 #include "lock_release.hpp"
 
-#include <future>
+#include <poll.h>
+
+#include <algorithm>
 #include <memory>
+#include <mutex>
+
+#include "event_flag.hpp"
 
 namespace rlock::cli {
+namespace {
 
-std::error_code release_hold(rlock::lock& lock, std::uint64_t owner) {
-  auto done = std::make_shared<std::promise<std::error_code>>();
-  std::future<std::error_code> result = done->get_future();
-  lock.async_unlock(owner, [done](std::error_code ec) { done->set_value(ec); });
-  return result.get();
+struct outcome {
+  std::mutex mu;
+  bool done = false;
+  std::error_code ec;
+  event_flag flag;
+};
+
+}  // namespace
+
+std::error_code release_hold(rlock::lock& lock, std::uint64_t owner,
+                             std::chrono::milliseconds bound, signal_channel& signals) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + bound;
+  // Shared with the handler: it may run after this function has given up.
+  auto result = std::make_shared<outcome>();
+  lock.async_unlock(owner, [result](std::error_code ec) {
+    std::lock_guard lk(result->mu);
+    result->done = true;
+    result->ec = ec;
+    result->flag.raise();
+  });
+  for (;;) {
+    {
+      std::lock_guard lk(result->mu);
+      if (result->done) return result->ec;
+    }
+    while (const auto info = signals.next()) {
+      const auto sig = static_cast<int>(info->ssi_signo);
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        return make_error_code(rlock::errc::stopped);
+      }
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now());
+    if (left.count() <= 0) return make_error_code(rlock::errc::timeout);
+    pollfd fds[2] = {{result->flag.fd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
+    ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 60'000)));
+    result->flag.clear();
+  }
 }
 
 }  // namespace rlock::cli
