@@ -120,7 +120,9 @@ struct config {
   /// (A server LOADING or BUSY for a moment does not fail a try_lock(1s) at once.)
   std::chrono::milliseconds retry_delay_base = 1000ms;
   std::chrono::milliseconds retry_delay_max = 2000ms;
-  /// Interval of PING health checks on idle connections; 0 turns them off.
+  /// Interval of PING health checks on idle connections, subscription connections included; a
+  /// PING unanswered within `timeout` drops the connection as hung (subscriptions are then
+  /// renewed on a new one and their listeners told). 0 turns them off.
   std::chrono::milliseconds ping_connection_interval = 30000ms;
   /// Back-off bounds for reconnecting a dropped connection (rlock defaults).
   std::chrono::milliseconds reconnect_delay_min = 50ms;

@@ -683,7 +683,11 @@ void connection::on_ping_timer(std::error_code ec) {
     if (state_ != state::ready) return;
     idle = awaiting_.empty() && pending_.empty() && !writing_;
   }
-  if (idle && !opts_.pubsub) {
+  // Pub/sub connections too: they read nothing while no message is published, so a dead
+  // path (a partition, a NAT or load balancer dropping an idle connection) would go unnoticed
+  // and every unlock or hand-off message sent meanwhile would be lost. In subscribed mode
+  // Redis answers PING with ["pong", ""], which is a reply (not a push) and completes it.
+  if (idle) {
     request r;
     const std::string_view ping[] = {"PING"};
     r.payload = encode_command(ping);

@@ -5,6 +5,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "common.hpp"
 #include "detail/core.hpp"
@@ -122,6 +123,30 @@ TEST(pubsub, resubscribes_after_client_kill_type_pubsub) {
   server.cli({"PUBLISH", "second-ch", "too"});
   EXPECT_EQ(box.next(), "back");
   EXPECT_EQ(other.next(), "too");
+}
+
+// A subscription connection reads nothing while nothing is published, so only a health check
+// can find that it no longer answers (a partition, a NAT dropping an idle connection): every
+// message sent meanwhile would be lost. Before the fix pub/sub connections were never pinged: a
+// server that stopped answering for many ping periods left the old connection in place, and
+// no listener heard of it.
+TEST(pubsub, a_subscription_connection_that_stops_answering_is_replaced) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.ping_connection_interval = 100ms;
+  cfg.timeout = 300ms;
+  client c(cfg);
+  inbox box;
+  auto sub = subscribe(c, "health-ch", box);
+  server.pause();
+  // The fault lasts several ping periods plus the ping timeout: its duration, not a wait for
+  // an outcome.
+  std::this_thread::sleep_for(1500ms);
+  server.resume();
+  ASSERT_TRUE(box.wait_resubscribed(1, 10s)) << "the unanswered connection was kept";
+  EXPECT_EQ(numsub(server, "health-ch"), 1);
+  server.cli({"PUBLISH", "health-ch", "after"});
+  EXPECT_EQ(box.next(), "after");
 }
 
 TEST(pubsub, sharded_channels_use_ssubscribe_and_are_separate_from_classic_ones) {
