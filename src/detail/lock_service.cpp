@@ -626,7 +626,22 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
       keep && o->prior_count == 0 &&
       o->lease_from.value_or(o->sent_at) + o->lease - stale_margin(o->lease) <= clock::now();
   if (stale) keep = false;
-  const bool may_hold = stale || (a.release && (a.acquired || o->last_written));
+  // A re-entry of a hold that was reported lost while the re-entry was in flight (on_lost
+  // cleared the hold's registration): its success must not be added to that hold, which nobody
+  // renews and whose loss signal has fired. It is undone and, within the caller's wait, tried
+  // again as a first acquire (start() drops the lost hold).
+  bool lost_reentry = false;
+  if (keep && o->prior_count > 0 && !o->watchdog_added_here) {
+    std::lock_guard svc_lk(mu_);
+    auto it = entries_.find(o->req.raw_name);
+    if (it != entries_.end()) {
+      auto h = it->second.holds.find(o->req.owner_id);
+      lost_reentry = h == it->second.holds.end() || h->second.watchdog_id != o->watchdog_id ||
+                     h->second.lost.stop_requested();
+    }
+  }
+  if (lost_reentry) keep = false;
+  const bool may_hold = stale || lost_reentry || (a.release && (a.acquired || o->last_written));
   if (may_hold || (!keep && o->enqueued)) release_or_leave(o);
   std::shared_ptr<op> next;
   std::optional<clock::time_point> held_until;
@@ -664,7 +679,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     });
   }
   auto done = std::move(o->done);
-  if (stale && !o->req.single_attempt && clock::now() < o->req.deadline &&
+  if ((stale || lost_reentry) && !o->req.single_attempt && clock::now() < o->req.deadline &&
       !o->req.stop.stop_requested()) {
     // A copy: a reply or timer of this op may still be running on another I/O thread and read
     // o->req (its name) before it sees that the op has finished.

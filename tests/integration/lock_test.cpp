@@ -199,6 +199,46 @@ TEST(lock, a_key_recreated_as_another_type_does_not_fail_its_renewal_batch) {
   healthy.unlock();
 }
 
+// A hold is reported lost (renewal could not reach a paused server before its lease ended) while
+// a re-entry of it is in flight; the server then lets the key expire and the re-entry creates a
+// fresh one. Before the fix the re-entry was added to the lost hold: it returned true with a
+// hold count of 2 locally, its loss signal already fired and nothing renewing it. Now it is
+// taken as a first acquire: a fresh hold, renewed, with a new loss signal.
+TEST(lock, a_re_entry_in_flight_when_its_hold_is_lost_becomes_a_fresh_hold) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 900ms;  // period 300 ms
+  cfg.timeout = 10s;                  // the re-entry outlasts the pause
+  client c(cfg);
+  auto l = c.get_lock("reentry-lost");
+  std::promise<std::uint64_t> first_held;
+  std::promise<void> paused;
+  std::promise<bool> reentered;
+  std::thread holder([&] {
+    l.lock();
+    first_held.set_value(this_thread_owner_id());
+    paused.get_future().wait();
+    l.lock();  // sent to the paused server; answered after the loss
+    reentered.set_value(!l.loss_token().stop_requested());
+  });
+  const std::uint64_t owner = first_held.get_future().get();
+  std::promise<void> lost;
+  std::stop_callback on_loss(l.loss_token(owner), [&] { lost.set_value(); });
+  server.pause();
+  paused.set_value();
+  ASSERT_EQ(lost.get_future().wait_for(5s), std::future_status::ready);
+  server.resume();
+  auto f = reentered.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  holder.join();
+  EXPECT_TRUE(f.get()) << "returned as held with its loss signal already fired";
+  EXPECT_EQ(server.cli({"HGET", "reentry-lost", c.id() + ":" + std::to_string(owner)}), "1");
+  // Renewed: the watchdog has the fresh hold.
+  const auto first = l.valid_until(owner);
+  EXPECT_GT(first, steady::now());
+  ASSERT_TRUE(wait_until([&] { return l.valid_until(owner) > first; }, 3s)) << "not renewed";
+}
+
 TEST(lock, loss_fires_when_renewal_cannot_reach_a_paused_server_before_the_lease_ends) {
   redis_server server;
   config cfg = config_for(server);
