@@ -54,6 +54,13 @@ TEST(cli_usage, bad_urls_are_usage_errors_naming_their_source) {
                      "rlock force-unlock");
   expect_usage_error(run_rlock({"status", "x", "--tls-insecure", "--url", "redis://127.0.0.1"}),
                      "TLS options need a rediss:// URL", "rlock status");
+  // A password belongs in a file or the environment, never in an option (ps, shell history).
+  expect_usage_error(run_rlock({"status", "x", "--url", "redis://u:secret@127.0.0.1:1"}),
+                     "--url must not contain a password", "rlock status");
+  // From $RLOCK_URL it is accepted: this one fails to connect (nothing listens on port 1).
+  const auto env = run_rlock({"status", "x", "--connect-timeout", "1s"},
+                             {"RLOCK_URL=redis://u:secret@127.0.0.1:1"});
+  EXPECT_EQ(env.status, 69) << env.err;
 }
 
 TEST(cli_usage, other_usage_errors) {

@@ -65,7 +65,6 @@ int run_bench(const CLI::App& bench, const bench_options& opts) {
     conn.url = server->url();
     std::cerr << "rlock bench: started a throwaway redis-server on " << conn.url << "\n";
   }
-  conn.url = resolve_url(conn);
 
   const CLI::App* scenario = bench.get_subcommands().front();
   const std::string& name = scenario->get_name();

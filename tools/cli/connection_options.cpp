@@ -94,6 +94,12 @@ rlock::config make_config(const connection_options& opts) {
     const std::string source = !opts.url.empty() ? "--url" : "$RLOCK_URL";
     throw usage_error("invalid " + source + ": " + why);
   }
+  if (!opts.url.empty() && address->password) {
+    // Options show in ps and shell histories; $RLOCK_URL may carry one (the environment).
+    throw usage_error(
+        "--url must not contain a password (it would show in ps): use --password-file or "
+        "$RLOCK_PASSWORD");
+  }
   const bool tls_given =
       !opts.tls_ca.empty() || !opts.tls_cert.empty() || !opts.tls_key.empty() || opts.tls_insecure;
   if (tls_given && address->kind != rlock::server_address::scheme::rediss) {
@@ -141,15 +147,15 @@ rlock::config make_config(const connection_options& opts) {
 
 std::vector<std::string> connection_arguments(const connection_options& opts) {
   const auto ms_text = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
-  std::vector<std::string> a{"--url",
-                             resolve_url(opts),
-                             "--timeout",
-                             ms_text(opts.timeout),
-                             "--connect-timeout",
+  std::vector<std::string> a{"--timeout", ms_text(opts.timeout), "--connect-timeout",
                              ms_text(opts.connect_timeout)};
   const auto add = [&a](const char* option, const std::string& value) {
     if (!value.empty()) a.insert(a.end(), {option, value});
   };
+  // Not a URL taken from $RLOCK_URL, which may hold a password: the workers inherit the
+  // environment, and their options show in ps. Likewise the password file, not the password.
+  add("--url", opts.url);
+  add("--password-file", opts.password_file);
   add("--user", opts.user);
   add("--tls-ca", opts.tls_ca);
   add("--tls-cert", opts.tls_cert);

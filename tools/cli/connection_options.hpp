@@ -53,8 +53,9 @@ rlock::config make_config(const connection_options& opts);
 /// command_error(no_input) if the file cannot be read.
 std::optional<std::string> resolve_password(const connection_options& opts);
 
-/// The options as arguments for a child rlock process (a demo or bench worker): the resolved
-/// URL, timeouts, user and TLS files; never the password (children get it in the environment).
+/// The options as arguments for a child rlock process (a demo or bench worker): --url if given
+/// (a URL from $RLOCK_URL reaches the child through the environment it inherits), timeouts,
+/// user, password file and TLS files; never a password itself (options show in ps).
 std::vector<std::string> connection_arguments(const connection_options& opts);
 
 /// Help text describing the environment variables, shared by --help and the man page.
