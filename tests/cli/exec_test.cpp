@@ -72,6 +72,24 @@ TEST(cli_exec, propagates_the_exit_status_and_sets_the_environment) {
   EXPECT_EQ(server.cli({"EXISTS", "env-name"}), "0");
 }
 
+// An executable script without a #! line runs with /bin/sh, as execvp, env(1) and flock(1) run
+// it (glibc's posix_spawnp does not: it exited 126, "Exec format error", before).
+TEST(cli_exec, a_script_without_a_shebang_runs_with_sh) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  const auto script = dir.path() / "no-shebang";
+  std::ofstream(script) << "echo \"ran with $1\"\nexit 5\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const auto r =
+      run_rlock({"exec", "no-shebang", "--url", server.url(), "--", script.string(), "arg"});
+  EXPECT_EQ(r.status, 5) << r.err;
+  EXPECT_EQ(r.out, "ran with arg\n");
+  // Found through PATH too.
+  const auto via_path = run_rlock({"exec", "no-shebang", "--url", server.url(), "--", "no-shebang"},
+                                  {"PATH=" + dir.path().string() + ":/usr/bin:/bin"});
+  EXPECT_EQ(via_path.status, 5) << via_path.err;
+}
+
 // The command gets stdin, stdout and stderr, not rlock's connections to Redis: an inherited
 // socket would stay open (and authenticated) as long as anything the command started lives.
 // Before the fix the command saw two "socket:" descriptors (Asio opens sockets without

@@ -1,9 +1,14 @@
 #include "spawn.hpp"
 
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "exit_codes.hpp"
@@ -32,6 +37,26 @@ struct spawn_setup {
   spawn_setup(const spawn_setup&) = delete;
   spawn_setup& operator=(const spawn_setup&) = delete;
 };
+
+/// Where a PATH search finds `name` (as execvp would: the first executable regular file), or
+/// `name` itself when it has a '/'.
+std::string resolve_command(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): no setenv in rlock
+  std::string_view dirs = path != nullptr ? path : "/bin:/usr/bin";
+  while (true) {
+    const auto colon = dirs.find(':');
+    const std::string_view dir = dirs.substr(0, colon);
+    std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (colon == std::string_view::npos) return name;
+    dirs.remove_prefix(colon + 1);
+  }
+}
 
 }  // namespace
 
@@ -71,7 +96,16 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std:
   cenv.push_back(nullptr);
 
   pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, cargv[0], &s.actions, &s.attr, cargv.data(), cenv.data());
+  int rc = ::posix_spawnp(&pid, cargv[0], &s.actions, &s.attr, cargv.data(), cenv.data());
+  if (rc == ENOEXEC) {
+    // An executable file without a #! line: run it with /bin/sh, as execvp, env(1), flock(1)
+    // and shells do (glibc's posix_spawnp does not).
+    std::string file = resolve_command(argv.front());
+    std::string shell = "/bin/sh";
+    std::vector<char*> sh_argv{shell.data(), file.data()};
+    sh_argv.insert(sh_argv.end(), cargv.begin() + 1, cargv.end());  // the rest and the nullptr
+    rc = ::posix_spawn(&pid, shell.c_str(), &s.actions, &s.attr, sh_argv.data(), cenv.data());
+  }
   if (rc != 0) {
     if (error != nullptr) *error = rc;
     return -1;

@@ -11,8 +11,10 @@
 //    variable of the same name, and each bare "NAME" removing it.
 //  - `fd_map` lists (from, to) pairs to dup2 in the child; every other descriptor of rlock is
 //    close-on-exec and is not inherited.
-//  - On failure returns -1 and sets *error to the errno value (ENOENT: not found; EACCES,
-//    ENOEXEC: not executable); no process is left behind.
+//  - An executable file that is not a binary and has no #! line is run with /bin/sh, as
+//    execvp(3) does.
+//  - On failure returns -1 and sets *error to the errno value (ENOENT: not found; EACCES:
+//    not executable); no process is left behind.
 #pragma once
 
 #include <sys/types.h>
