@@ -103,65 +103,67 @@ TEST(cli_exec, the_command_inherits_no_connection_to_redis) {
   EXPECT_NE(r.out.find(" 2 -> "), std::string::npos) << "the listing itself ran: " << r.out;
 }
 
-/// Starts `rlock exec NAME --timeout T -- sh` whose command writes its pid to the FIFO `held`,
-/// then blocks reading the FIFO `go` and exits 7 once a line arrives there. Sets `command_pid`.
-child_process start_held_until_go(const redis_server& server, const std::string& name,
-                                  const std::string& timeout, fifo_marker& held,
-                                  const std::filesystem::path& go, std::string& command_pid) {
-  EXPECT_EQ(::mkfifo(go.c_str(), 0600), 0);
-  child_process p = start_rlock({"exec", name, "--url", server.url(), "--timeout", timeout, "--",
-                                 "sh", "-c", "echo $$ > \"$F\"; read x < \"$G\"; exit 7"},
-                                {"F=" + held.path().string(), "G=" + go.string()});
-  const auto line = held.read_line(10s);
-  EXPECT_TRUE(line.has_value()) << p.error_output();
-  command_pid = line.value_or("");
-  return p;
-}
+/// `rlock exec NAME --timeout T -- sh` holding the lock, whose command has written its pid to a
+/// FIFO and now blocks reading the FIFO `go`; it exits 7 once go() sends it a line.
+struct held_until_go {
+  redis_server server;
+  temp_dir dir{"rlock-cli"};
+  fifo_marker held{dir.path() / "held"};
+  std::filesystem::path go_path = dir.path() / "go";
+  std::string command_pid;
+  child_process process;
+
+  held_until_go(const std::string& name, const std::string& timeout)
+      : process(start(name, timeout)) {
+    const auto line = held.read_line(10s);
+    EXPECT_TRUE(line.has_value()) << process.error_output();
+    command_pid = line.value_or("");
+  }
+  void go() const { std::ofstream(go_path) << "go\n"; }
+
+ private:
+  child_process start(const std::string& name, const std::string& timeout) {
+    EXPECT_EQ(::mkfifo(go_path.c_str(), 0600), 0);
+    return start_rlock({"exec", name, "--url", server.url(), "--timeout", timeout, "--", "sh", "-c",
+                        "echo $$ > \"$F\"; read x < \"$G\"; exit 7"},
+                       {"F=" + held.path().string(), "G=" + go_path.string()});
+  }
+};
 
 // The server stops answering while the command runs: rlock still exits soon after the command,
 // with its status and a warning (the lock then ends with its lease). Before, the unlock was
 // resent for up to 13 request timeouts: 18.5 s with --timeout 1s, 35 s with the default.
 TEST(cli_exec, a_hung_server_at_release_time_does_not_hold_rlock_back) {
-  redis_server server;
-  temp_dir dir("rlock-cli");
-  fifo_marker held(dir.path() / "held");
-  const auto go = dir.path() / "go";
-  std::string command_pid;
-  child_process p = start_held_until_go(server, "hung", "1s", held, go, command_pid);
-  server.pause();
+  held_until_go h("hung", "1s");
+  h.server.pause();
   const auto t0 = steady::now();
-  std::ofstream(go) << "go\n";
-  const int status = exit_status(p, 30s);
+  h.go();
+  const int status = exit_status(h.process, 30s);
   const auto took = ms_since(t0);
-  server.resume();
-  EXPECT_EQ(status, 7) << p.error_output();
+  h.server.resume();
+  EXPECT_EQ(status, 7) << h.process.error_output();
   EXPECT_LT(took, 2 * 1000 + 1000) << "the release is bounded by two request timeouts";
-  EXPECT_NE(p.error_output().find("could not release lock 'hung'"), std::string::npos)
-      << p.error_output();
+  EXPECT_NE(h.process.error_output().find("could not release lock 'hung'"), std::string::npos)
+      << h.process.error_output();
 }
 
 // A stop signal while rlock waits for a hung server to release ends the wait at once.
 TEST(cli_exec, sigterm_while_releasing_to_a_hung_server_exits_at_once) {
-  redis_server server;
-  temp_dir dir("rlock-cli");
-  fifo_marker held(dir.path() / "held");
-  const auto go = dir.path() / "go";
-  std::string command_pid;
-  child_process p = start_held_until_go(server, "hung-term", "20s", held, go, command_pid);
-  ASSERT_FALSE(command_pid.empty());
-  server.pause();
-  std::ofstream(go) << "go\n";
+  held_until_go h("hung-term", "20s");
+  ASSERT_FALSE(h.command_pid.empty());
+  h.server.pause();
+  h.go();
   // Once rlock has reaped the command (its /proc entry is gone) it is releasing, or about to:
   // a signal from then on is not forwarded but stays pending for the release's wait.
-  const std::filesystem::path proc = "/proc/" + command_pid;
+  const std::filesystem::path proc = "/proc/" + h.command_pid;
   ASSERT_TRUE(wait_until([&] { return !std::filesystem::exists(proc); }, 10s));
   const auto t0 = steady::now();
-  p.kill(SIGTERM);
-  const int status = exit_status(p, 60s);
+  h.process.kill(SIGTERM);
+  const int status = exit_status(h.process, 60s);
   const auto took = ms_since(t0);
-  server.resume();
-  EXPECT_EQ(status, 7) << p.error_output();
-  EXPECT_LT(took, 2000) << p.error_output();
+  h.server.resume();
+  EXPECT_EQ(status, 7) << h.process.error_output();
+  EXPECT_LT(took, 2000) << h.process.error_output();
 }
 
 // --wait 0s tries once: against a server that holds writes (CLIENT PAUSE WRITE) that one try is
