@@ -284,7 +284,7 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   if (o->watchdog_id == 0) {
     // Registered before the acquire is sent; activated only if it succeeds. (A re-entry whose
     // hold lost its registration, after a failed unlock say, registers again.)
-    o->watchdog_id = register_hold(o->req.raw_name, o->req.owner_id, o->owner, o->lease, o->renew);
+    o->watchdog_id = register_hold(o->req.raw_name, o->req.owner_id, o->owner);
     o->watchdog_added_here = true;
   }
   const std::string lease = std::to_string(o->lease.count());
@@ -341,15 +341,13 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
 }
 
 std::uint64_t lock_service::register_hold(const std::string& raw_name, std::uint64_t owner_id,
-                                          const std::string& owner, std::chrono::milliseconds lease,
-                                          bool renew) {
+                                          const std::string& owner) {
   std::weak_ptr<lock_service> svc = weak_from_this();
   auto id_holder = std::make_shared<std::uint64_t>(0);
-  const std::uint64_t id = watchdog_->add(raw_name, owner, lease, renew,
-                                          [svc, raw_name, owner_id, id_holder](std::error_code) {
-                                            if (auto s = svc.lock())
-                                              s->on_lost(raw_name, owner_id, *id_holder);
-                                          });
+  const std::uint64_t id =
+      watchdog_->add(raw_name, owner, [svc, raw_name, owner_id, id_holder](std::error_code) {
+        if (auto s = svc.lock()) s->on_lost(raw_name, owner_id, *id_holder);
+      });
   *id_holder = id;
   return id;
 }

@@ -119,8 +119,7 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
                    bool completes_on_caller = false);
   /// Registers a hold with the watchdog (its loss callback reaches on_lost).
   std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,
-                              const std::string& owner, std::chrono::milliseconds lease,
-                              bool renew);
+                              const std::string& owner);
   void start(const std::shared_ptr<op>& o);
   /// An acquire waiting for its owner's undo to land (in after_undo_) ends at its deadline
   /// (errc::timeout) or on a stop request (errc::stopped) without being started.

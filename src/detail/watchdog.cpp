@@ -17,15 +17,12 @@ watchdog::watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds tim
       round_timer_(c->io()),
       expiry_timer_(c->io()) {}
 
-std::uint64_t watchdog::add(std::string key, std::string owner, std::chrono::milliseconds lease,
-                            bool renew, loss_callback on_loss) {
+std::uint64_t watchdog::add(std::string key, std::string owner, loss_callback on_loss) {
   std::lock_guard lk(mu_);
   const auto id = next_id_++;
   hold h;
   h.key = std::move(key);
   h.owner = std::move(owner);
-  h.lease = lease;
-  h.renew = renew;
   h.on_loss = std::move(on_loss);
   holds_.emplace(id, std::move(h));
   return id;
@@ -38,7 +35,6 @@ void watchdog::activate(std::uint64_t id, clock::time_point sent_at,
   if (it == holds_.end() || stopped_) return;
   hold& h = it->second;
   h.active = true;
-  h.lease = lease;
   h.renew = h.renew || renew;
   h.valid_until = sent_at + lease;
   if (h.renew) schedule_round_locked(sent_at + std::min(lease, timeout_) / 3);

@@ -36,9 +36,9 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
 
   watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds timeout, int batch_size);
 
-  /// Registers a hold before its acquire is sent. `renew`: watchdog lease (else fixed lease).
-  std::uint64_t add(std::string key, std::string owner, std::chrono::milliseconds lease, bool renew,
-                    loss_callback on_loss);
+  /// Registers a hold before its acquire is sent; it is neither renewed nor expired before
+  /// activate() says what lease the acquire set.
+  std::uint64_t add(std::string key, std::string owner, loss_callback on_loss);
   /// A script sent at `sent_at` set the lock's TTL to `lease` and succeeded: the hold's first
   /// acquire, a re-entry (which resets the TTL to its own lease) or an unlock that left holds
   /// behind. valid_until becomes sent_at + lease, the server's expiry or earlier. `renew`: this
@@ -61,8 +61,7 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   struct hold {
     std::string key;
     std::string owner;
-    std::chrono::milliseconds lease{};
-    bool renew = true;
+    bool renew = false;
     bool active = false;
     bool in_flight = false;
     clock::time_point valid_until = clock::time_point::min();
