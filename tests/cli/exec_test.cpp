@@ -172,10 +172,13 @@ TEST(cli_exec, one_try_against_a_paused_server_ends_within_the_request_timeout) 
   redis_server server;
   server.cli({"CLIENT", "PAUSE", "20000", "WRITE"});
   const auto r = run_rlock({"exec", "paused-once", "--url", server.url(), "--wait", "0s",
-                            "--timeout", "1s", "--", "true"});
+                            "--timeout", "1s", "--verbose", "--", "true"});
   server.cli({"CLIENT", "UNPAUSE"});
   EXPECT_NE(r.status, 0) << r.err;
   EXPECT_LT(r.ms, 1000 + 1500) << r.err;
+  // The progress line (first after 250 ms) names a single try, not a wait "of 0ms".
+  EXPECT_NE(r.err.find("(one attempt)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("(of 0ms)"), std::string::npos) << r.err;
 }
 
 TEST(cli_exec, wait_expiry_exits_75_without_running_the_command) {

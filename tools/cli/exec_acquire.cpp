@@ -81,7 +81,11 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
       probe.refresh();
       std::string text =
           "rlock: waiting " + format_duration(since(t0)) + " for '" + lock.name() + "'";
-      if (request.wait) text += " (of " + format_duration(*request.wait) + ")";
+      if (request.wait && request.wait->count() == 0) {
+        text += " (one attempt)";  // --wait 0s: a single try, bounded by --timeout
+      } else if (request.wait) {
+        text += " (of " + format_duration(*request.wait) + ")";
+      }
       if (const std::string holder = probe.describe(); !holder.empty()) text += ": " + holder;
       line.update(text);
       next_tick += period;
