@@ -322,6 +322,22 @@ TEST(cli_exec, a_key_that_is_not_a_lock_is_refused_and_left_untouched) {
   EXPECT_EQ(server.cli({"GET", "plain"}), "5");
 }
 
+// An application's hash is no lock: exec says so at once (65) instead of waiting for it (75).
+TEST(cli_exec, a_hash_without_a_locks_fields_is_refused_at_once) {
+  redis_server server;
+  server.cli({"HSET", "apph", "name", "alice", "age", "30"});
+  for (const char* wait : {"0s", "20s"}) {
+    const auto r =
+        run_rlock({"exec", "apph", "--url", server.url(), "--wait", wait, "--", "echo", "ran"});
+    EXPECT_EQ(r.status, 65) << wait << ": " << r.err;
+    EXPECT_NE(r.err.find("not a lock: left untouched"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_LT(r.ms, 5000) << "refused without waiting for the lock";
+  }
+  EXPECT_EQ(server.cli({"HGET", "apph", "name"}), "alice");
+  EXPECT_EQ(server.cli({"HLEN", "apph"}), "2");
+}
+
 TEST(cli_exec, force_unlock_wakes_a_waiting_exec_at_once) {
   redis_server server;
   temp_dir dir("rlock-cli");

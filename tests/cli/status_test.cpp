@@ -127,6 +127,20 @@ TEST_F(cli_status, tells_the_kind_of_object_from_redissons_key_layout) {
             "held lock 1 1 ttl 0 redisson_lock__channel:{tag}x None None");
 }
 
+// An application's hash is not a lock: "other", kind other:hash, its fields are not owners.
+TEST_F(cli_status, a_hash_without_a_locks_fields_is_other) {
+  server_.cli({"HSET", "user:1000", "name", "alice", "age", "30"});
+  EXPECT_EQ(status_json("user:1000")[1],
+            "other other:hash 0 - None 0 redisson_lock__channel:{user:1000} None None");
+  server_.cli({"HSET", "mixed", "field", "notanumber", "other:5", "5"});
+  EXPECT_EQ(status_json("mixed")[1],
+            "other other:hash 0 - None 0 redisson_lock__channel:{mixed} None None");
+  const auto text = run_rlock({"status", "user:1000", "--url", server_.url()});
+  EXPECT_EQ(text.status, 0);
+  EXPECT_NE(text.out.find("state:      other"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("owners:"), std::string::npos) << text.out;
+}
+
 TEST_F(cli_status, json_escapes_any_bytes_of_names_and_owners) {
   const std::string name = std::string("we\"ird\\n\x01") + "\xff" + "\xc3\xa9";
   server_.cli({"HSET", name, "own\ter:1", "1"});

@@ -51,16 +51,26 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
     result->flag.raise();
   });
 
-  holder_probe probe(client, lock.key());
+  holder_probe probe(client, lock.key(), [result] { result->flag.raise(); });
   const milliseconds period =
       line.mode() == progress_mode::log ? milliseconds(5000) : milliseconds(250);
   auto next_tick = t0 + milliseconds(250);
-  if (line.mode() != progress_mode::off) probe.refresh();  // answered by the first tick
+  probe.refresh();  // answered by the first tick; tells an application's hash at once
   int interrupted_by = 0;
+  bool not_a_lock = false;
   for (;;) {
+    if (!not_a_lock && interrupted_by == 0 && probe.not_a_lock()) {
+      not_a_lock = true;
+      stop.request_stop();  // the acquire completes with errc::stopped, nothing held
+    }
     {
+      // A lock found held is reported once the key's first read has told whether it is a lock
+      // at all (an application's hash is exit 65, not 75).
       std::lock_guard lk(result->mu);
-      if (result->done) break;
+      if (result->done && (result->ec || result->acquired || not_a_lock || interrupted_by != 0 ||
+                           probe.settled())) {
+        break;
+      }
     }
     int timeout_ms = -1;
     if (line.mode() != progress_mode::off) {
@@ -77,7 +87,8 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
         stop.request_stop();  // the acquire completes with errc::stopped, nothing held
       }
     }
-    if (line.mode() != progress_mode::off && clock::now() >= next_tick && interrupted_by == 0) {
+    if (line.mode() != progress_mode::off && clock::now() >= next_tick && interrupted_by == 0 &&
+        !not_a_lock) {
       probe.refresh();
       std::string text =
           "rlock: waiting " + format_duration(since(t0)) + " for '" + lock.name() + "'";
@@ -96,14 +107,14 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
   acquire_result out;
   out.waited = since(t0);
   std::lock_guard lk(result->mu);
-  if (interrupted_by != 0) {
+  if (interrupted_by != 0 || not_a_lock) {
     if (!result->ec && result->acquired) {
       // Acquired just before the stop took effect: give it back before reporting.
       // If this fails the hold ends with its lease anyway.
       [[maybe_unused]] const std::error_code ec =
           release_hold(lock, request.owner, 2 * client.get_config().timeout, signals);
     }
-    out.outcome = acquire_outcome::interrupted;
+    out.outcome = interrupted_by != 0 ? acquire_outcome::interrupted : acquire_outcome::not_a_lock;
     out.signal = interrupted_by;
     return out;
   }

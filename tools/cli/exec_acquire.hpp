@@ -10,6 +10,9 @@
 //    into the wait (a free lock never flickers a line), and cleared before returning; the holder
 //    queries behind it are bounded by holder_probe (at most two in flight).
 //  - Other signals read meanwhile (SIGCHLD) are dropped: no child exists yet.
+//  - The key is read once at the start (HGETALL, answered while the acquire waits): a hash
+//    without Redisson's lock fields stops the wait, and the result is not_a_lock with nothing
+//    held. A failed read (for example an ACL user without HGETALL) is ignored.
 #pragma once
 
 #include <chrono>
@@ -24,7 +27,7 @@
 
 namespace rlock::cli {
 
-enum class acquire_outcome { acquired, not_acquired, interrupted, failed };
+enum class acquire_outcome { acquired, not_acquired, interrupted, not_a_lock, failed };
 
 struct acquire_result {
   acquire_outcome outcome = acquire_outcome::failed;

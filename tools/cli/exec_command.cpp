@@ -153,6 +153,11 @@ int run_exec(const exec_options& o) {
       throw command_error(exit_codes::signal_base + acquired.signal,
                           "interrupted by " + signal_name(acquired.signal) +
                               " while waiting for '" + o.name + "'; the command was not run");
+    case acquire_outcome::not_a_lock:
+      throw command_error(exit_codes::data_error,
+                          "'" + o.name +
+                              "' is a Redis hash without a lock's fields, not a lock: left "
+                              "untouched; the command was not run");
     case acquire_outcome::failed:
       throw command_error(exit_code_for(acquired.error),
                           "cannot acquire '" + o.name + "': " + acquired.error.message() +

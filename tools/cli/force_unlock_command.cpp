@@ -4,6 +4,7 @@
 
 #include "command_error.hpp"
 #include "connect.hpp"
+#include "lock_inspection.hpp"
 
 namespace rlock::cli {
 
@@ -14,7 +15,9 @@ CLI::App* add_force_unlock_command(CLI::App& app, force_unlock_options& opts) {
   add_connection_options(*sub, opts.connection);
   sub->footer(
       "Prints \"released\" if a lock was there, \"no lock\" otherwise.\n"
-      "A key that is not a lock (not a hash) is left untouched (exit 65).\n"
+      "A key that is not a lock is left untouched (exit 65): not a hash, or a hash without\n"
+      "Redisson's lock fields (\"<id>:<thread-id>\" = holds, and for a read-write lock\n"
+      "\"mode\"), such as an application's hash.\n"
       "Exit status: 0 in both cases; 64 usage; 65 not a lock; 69 server unavailable.\n");
   return sub;
 }
@@ -25,10 +28,14 @@ int run_force_unlock(const force_unlock_options& opts) {
   try {
     rlock::lock lock = client.get_lock(opts.name);
     // Redisson's forceUnlock deletes whatever the key holds: refuse to touch a non-lock key.
-    const std::string type(client.execute({"TYPE", lock.key()}).str());
-    if (type != "hash" && type != "none") {
-      throw command_error(exit_codes::data_error, "'" + opts.name + "' is a Redis " + type +
-                                                      ", not a lock: left untouched");
+    // (A key that changes between this read and the delete is not caught.)
+    const lock_report report = read_lock(client, opts.name);
+    if (report.state == lock_state::other) {
+      const std::string type = report.kind.starts_with("other:") ? report.kind.substr(6) : "string";
+      throw command_error(exit_codes::data_error,
+                          "'" + opts.name + "' is a Redis " + type +
+                              (type == "hash" ? " without a lock's fields" : "") +
+                              ", not a lock: left untouched");
     }
     existed = lock.force_unlock();
   } catch (const rlock::error& e) {

@@ -13,12 +13,17 @@ struct holder_probe::state {
   std::mutex mu;
   int in_flight = 0;
   bool answered = false;
+  bool settled = false;
+  bool not_a_lock = false;
+  std::function<void()> on_answer;
   std::vector<owner_hold> owners;
   std::optional<long long> pttl;
 };
 
-holder_probe::holder_probe(rlock::client& client, std::string key)
-    : client_(client), key_(std::move(key)), state_(std::make_shared<state>()) {}
+holder_probe::holder_probe(rlock::client& client, std::string key, std::function<void()> on_answer)
+    : client_(client), key_(std::move(key)), state_(std::make_shared<state>()) {
+  state_->on_answer = std::move(on_answer);
+}
 
 void holder_probe::refresh() {
   {
@@ -27,11 +32,17 @@ void holder_probe::refresh() {
     state_->in_flight = 2;
   }
   client_.async_execute({"HGETALL", key_}, [s = state_](std::error_code ec, rlock::reply r) {
-    std::lock_guard lk(s->mu);
-    --s->in_flight;
-    if (ec) return;
-    s->owners = owners_from_hgetall(r);
-    s->answered = true;
+    {
+      std::lock_guard lk(s->mu);
+      --s->in_flight;
+      s->settled = true;
+      if (!ec) {
+        s->owners = owners_from_hgetall(r);
+        s->not_a_lock = r.size() > 0 && shape_of_hash(r) == hash_shape::other;
+        s->answered = true;
+      }
+    }
+    if (s->on_answer) s->on_answer();
   });
   client_.async_execute({"PTTL", key_}, [s = state_](std::error_code ec, rlock::reply r) {
     std::lock_guard lk(s->mu);
@@ -39,6 +50,16 @@ void holder_probe::refresh() {
     if (ec) return;
     s->pttl = r.integer();
   });
+}
+
+bool holder_probe::not_a_lock() const {
+  std::lock_guard lk(state_->mu);
+  return state_->not_a_lock;
+}
+
+bool holder_probe::settled() const {
+  std::lock_guard lk(state_->mu);
+  return state_->settled;
 }
 
 std::string holder_probe::describe() const {

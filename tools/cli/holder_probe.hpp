@@ -5,9 +5,11 @@
 // previous pair has been answered, so at most two requests are ever in flight whatever the
 // refresh rate. describe() never blocks: it renders the last answers. Results that arrive after
 // the probe is destroyed are dropped safely (shared state). refresh() and describe() are for one
-// thread; the completion handlers may run on the client's I/O threads.
+// thread; the completion handlers may run on the client's I/O threads, and so may `on_answer`
+// (called after each HGETALL answer, outside the probe's lock; it must outlive the requests).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <rlock/client.hpp>
 #include <string>
@@ -16,9 +18,13 @@ namespace rlock::cli {
 
 class holder_probe {
  public:
-  holder_probe(rlock::client& client, std::string key);
+  holder_probe(rlock::client& client, std::string key, std::function<void()> on_answer = {});
 
   void refresh();
+  /// The last answer showed a hash without Redisson's lock fields (an application's hash).
+  bool not_a_lock() const;
+  /// The first HGETALL has completed (answered or failed).
+  bool settled() const;
   /// e.g. "ttl 27.1s, held by 5b0d2f1e...:1", "free", or "" before the first answer.
   std::string describe() const;
 

@@ -34,11 +34,51 @@ long long handoff_listeners(rlock::client& c, const std::string& key) {
   return n;
 }
 
+// "<id>:<thread id>": a non-empty id, then a decimal thread id (Java's thread id, rlock's owner
+// id).
+bool is_owner_field(std::string_view field) {
+  const std::size_t colon = field.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  const std::string_view id = field.substr(colon + 1);
+  if (id.empty() || id.size() > 20) return false;
+  for (const char ch : id) {
+    if (ch < '0' || ch > '9') return false;
+  }
+  return true;
+}
+
 bool exists(rlock::client& c, const std::string& key) {
   return c.execute({"EXISTS", key}).integer() > 0;
 }
 
 }  // namespace
+
+hash_shape shape_of_hash(const rlock::reply_view& r) {
+  constexpr std::string_view write_suffix = ":write";
+  bool has_mode = false;
+  bool has_write_owner = false;
+  for (std::size_t i = 0; i + 1 < r.size(); i += 2) {
+    const std::string_view field = r[i].str();
+    const std::string_view value = r[i + 1].str();
+    if (field == "mode") {
+      if (value != "read" && value != "write") return hash_shape::other;
+      has_mode = true;
+      continue;
+    }
+    const auto holds = to_integer(value);
+    if (!holds || *holds <= 0) return hash_shape::other;
+    if (is_owner_field(field)) continue;
+    if (field.size() > write_suffix.size() && field.ends_with(write_suffix) &&
+        is_owner_field(field.substr(0, field.size() - write_suffix.size()))) {
+      has_write_owner = true;
+      continue;
+    }
+    return hash_shape::other;
+  }
+  if (has_mode) return hash_shape::read_write_lock;
+  if (has_write_owner || r.size() < 2) return hash_shape::other;
+  return hash_shape::lock;
+}
 
 std::vector<owner_hold> owners_from_hgetall(const rlock::reply_view& r) {
   std::vector<owner_hold> out;
@@ -50,19 +90,24 @@ std::vector<owner_hold> owners_from_hgetall(const rlock::reply_view& r) {
   return out;
 }
 
-lock_report inspect_lock(rlock::client& client, const std::string& name) {
+lock_report read_lock(rlock::client& client, const std::string& name) {
   lock_report rep;
   rep.name = name;
   rep.key = client.get_lock(name).key();
   rep.channel = redisson::lock_channel(rep.key);
-  rep.listeners = numsub(client, rep.channel) + handoff_listeners(client, rep.key);
   const std::string type(client.execute({"TYPE", rep.key}).str());
   if (type == "none") return rep;
   const long long pttl = client.execute({"PTTL", rep.key}).integer();
   if (pttl >= 0) rep.ttl_ms = pttl;
   if (type == "hash") {
-    rep.state = lock_state::held;
     const rlock::reply all = client.execute({"HGETALL", rep.key});
+    const hash_shape shape = shape_of_hash(all);
+    if (shape == hash_shape::other) {
+      rep.state = lock_state::other;
+      rep.kind = "other:hash";
+      return rep;
+    }
+    rep.state = lock_state::held;
     rep.owners = owners_from_hgetall(all);
     for (std::size_t i = 0; i + 1 < all.size(); i += 2) {
       if (all[i].str() == "mode") rep.mode = std::string(all[i + 1].str());
@@ -83,8 +128,6 @@ lock_report inspect_lock(rlock::client& client, const std::string& name) {
     rep.value = to_integer(client.execute({"GET", rep.key}).str());
     if (exists(client, redisson::expirable_semaphore_timeouts(rep.key))) {
       rep.kind = "permit_expirable_semaphore";
-    } else if (numsub(client, redisson::count_down_latch_channel(rep.key)) > 0) {
-      rep.kind = "count_down_latch";
     } else if (rep.value) {
       rep.kind = "semaphore_or_latch";
     } else {
@@ -93,6 +136,16 @@ lock_report inspect_lock(rlock::client& client, const std::string& name) {
     return rep;
   }
   rep.kind = "other:" + type;
+  return rep;
+}
+
+lock_report inspect_lock(rlock::client& client, const std::string& name) {
+  lock_report rep = read_lock(client, name);
+  rep.listeners = numsub(client, rep.channel) + handoff_listeners(client, rep.key);
+  if ((rep.kind == "semaphore_or_latch" || rep.kind == "other:string") &&
+      numsub(client, redisson::count_down_latch_channel(rep.key)) > 0) {
+    rep.kind = "count_down_latch";
+  }
   return rep;
 }
 

@@ -5,12 +5,17 @@
 // throws rlock::error on any failure. The commands are separate round trips, so the report is
 // not one atomic snapshot: a lock may change hands between them.
 //
+// A hash is a lock only with Redisson's field layout (shape_of_hash): every field an owner
+// "<id>:<thread id>" (decimal) holding a positive integer; a read-write lock also has "mode"
+// ("read" or "write") and may have write owners "<id>:<thread id>:write". Any other hash (an
+// application's) is other:hash.
+//
 // kind:
 //   free                        no key
 //   lock                        hash of owners (RLock)
 //   fair_lock                   such a hash, and redisson_lock_queue:{name} exists (RFairLock)
 //   fenced_lock                 such a hash, and redisson_lock_token:{name} exists (RFencedLock)
-//   read_write_lock             hash with a "mode" field (RReadWriteLock)
+//   read_write_lock             such a hash with "mode" (RReadWriteLock)
 //   permit_expirable_semaphore  string, and {name}:timeout exists
 //   count_down_latch            string, and its latch channel has subscribers
 //   semaphore_or_latch          string holding an integer (RSemaphore or an idle RCountDownLatch)
@@ -45,6 +50,14 @@ struct lock_report {
 };
 
 lock_report inspect_lock(rlock::client& client, const std::string& name);
+/// inspect_lock() without the pub/sub queries: listeners stays 0, and a count_down_latch reads
+/// as semaphore_or_latch (or other:string).
+lock_report read_lock(rlock::client& client, const std::string& name);
+
+enum class hash_shape { lock, read_write_lock, other };
+
+/// What an HGETALL reply is by Redisson's field layout (see above); other for an empty reply.
+hash_shape shape_of_hash(const rlock::reply_view& hgetall);
 
 /// The owners in an HGETALL reply of a lock hash (fields with integer values, "mode" skipped).
 std::vector<owner_hold> owners_from_hgetall(const rlock::reply_view& r);
