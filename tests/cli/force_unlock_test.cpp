@@ -43,5 +43,26 @@ TEST_F(cli_force_unlock, a_hash_without_a_locks_fields_is_left_untouched) {
   EXPECT_EQ(server_.cli({"EXISTS", "lock"}), "0");
 }
 
+// rlock implements the plain lock only: a read-write or fair lock is refused, not deleted with
+// a wake-up on the wrong channel.
+TEST_F(cli_force_unlock, read_write_and_fair_locks_are_refused) {
+  server_.cli({"HSET", "rw", "mode", "write", "6f1c2b9e:57:write", "1"});
+  const auto rw = force_unlock("rw");
+  EXPECT_EQ(rw.status, 65) << rw.err;
+  EXPECT_NE(rw.err.find("'rw' is a Redisson read-write lock; rlock force-unlock handles plain "
+                        "locks only: use Redisson's forceUnlock"),
+            std::string::npos)
+      << rw.err;
+  EXPECT_EQ(rw.out, "");
+  EXPECT_EQ(server_.cli({"EXISTS", "rw"}), "1");
+
+  server_.cli({"HSET", "fl", "6f1c2b9e:1", "1"});
+  server_.cli({"RPUSH", "redisson_lock_queue:{fl}", "w:2"});
+  const auto fl = force_unlock("fl");
+  EXPECT_EQ(fl.status, 65) << fl.err;
+  EXPECT_NE(fl.err.find("'fl' is a Redisson fair lock"), std::string::npos) << fl.err;
+  EXPECT_EQ(server_.cli({"EXISTS", "fl"}), "1");
+}
+
 }  // namespace
 }  // namespace rlock::test

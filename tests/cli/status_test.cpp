@@ -86,14 +86,27 @@ TEST_F(cli_status, a_held_lock_shows_owner_holds_ttl_and_listeners) {
 }
 
 TEST_F(cli_status, tells_the_kind_of_object_from_redissons_key_layout) {
-  server_.cli({"HSET", "rw", "mode", "write", "u:1", "2"});
+  // A read-write lock's waiters listen on redisson_rwlock:{NAME}; a fair lock's each on a
+  // channel of their own, which status does not count (null).
+  server_.cli({"HSET", "rw", "mode", "write", "u:1:write", "2"});
+  raw_client rw_waiter = server_.client();
+  rw_waiter.send({"SUBSCRIBE", "redisson_rwlock:{rw}"});
+  ASSERT_TRUE(rw_waiter.read(5s).has_value());  // subscribed
   EXPECT_EQ(status_json("rw")[1],
-            "held read_write_lock 1 2 None 0 redisson_lock__channel:{rw} write None");
+            "held read_write_lock 1 2 None 1 redisson_rwlock:{rw} write None");
+  const auto rw_text = run_rlock({"status", "rw", "--url", server_.url()});
+  EXPECT_NE(rw_text.out.find("listeners:  1 on redisson_rwlock:{rw}\n"), std::string::npos)
+      << rw_text.out;
 
   server_.cli({"HSET", "fair", "u:1", "1"});
-  server_.cli({"RPUSH", "redisson_lock_queue:{fair}", "u:2"});
+  server_.cli({"RPUSH", "redisson_lock_queue:{fair}", "w:2"});
+  raw_client fair_waiter = server_.client();
+  fair_waiter.send({"SUBSCRIBE", "redisson_lock__channel:{fair}:w:2"});
+  ASSERT_TRUE(fair_waiter.read(5s).has_value());  // subscribed
   EXPECT_EQ(status_json("fair")[1],
-            "held fair_lock 1 1 None 0 redisson_lock__channel:{fair} None None");
+            "held fair_lock 1 1 None None redisson_lock__channel:{fair} None None");
+  const auto fair_text = run_rlock({"status", "fair", "--url", server_.url()});
+  EXPECT_NE(fair_text.out.find("listeners:  not counted"), std::string::npos) << fair_text.out;
 
   server_.cli({"HSET", "fenced", "u:1", "1"});
   server_.cli({"SET", "redisson_lock_token:{fenced}", "7"});

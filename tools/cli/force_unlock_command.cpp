@@ -18,7 +18,10 @@ CLI::App* add_force_unlock_command(CLI::App& app, force_unlock_options& opts) {
       "A key that is not a lock is left untouched (exit 65): not a hash, or a hash without\n"
       "Redisson's lock fields (\"<id>:<thread-id>\" = holds, and for a read-write lock\n"
       "\"mode\"), such as an application's hash.\n"
-      "Exit status: 0 in both cases; 64 usage; 65 not a lock; 69 server unavailable.\n");
+      "A Redisson read-write lock or fair lock is refused too (exit 65): rlock does not\n"
+      "implement their wake-ups; use Redisson's forceUnlock.\n"
+      "Exit status: 0 in both cases; 64 usage; 65 not a lock, or a read-write or fair lock;\n"
+      "69 server unavailable.\n");
   return sub;
 }
 
@@ -36,6 +39,15 @@ int run_force_unlock(const force_unlock_options& opts) {
                           "'" + opts.name + "' is a Redis " + type +
                               (type == "hash" ? " without a lock's fields" : "") +
                               ", not a lock: left untouched");
+    }
+    // rlock implements the plain lock only: Redisson's forceUnlock of these kinds wakes other
+    // channels (and a fair lock's queue head), which a plain force_unlock would not.
+    if (report.kind == "read_write_lock" || report.kind == "fair_lock") {
+      throw command_error(exit_codes::data_error,
+                          "'" + opts.name + "' is a Redisson " +
+                              (report.kind == "fair_lock" ? "fair lock" : "read-write lock") +
+                              "; rlock force-unlock handles plain locks only: use Redisson's "
+                              "forceUnlock. Left untouched");
     }
     existed = lock.force_unlock();
   } catch (const rlock::error& e) {

@@ -114,6 +114,7 @@ lock_report read_lock(rlock::client& client, const std::string& name) {
     }
     if (rep.mode) {
       rep.kind = "read_write_lock";
+      rep.channel = redisson::read_write_lock_channel(rep.key);
     } else if (exists(client, redisson::fair_lock_queue(rep.key))) {
       rep.kind = "fair_lock";
     } else if (exists(client, redisson::fenced_lock_token(rep.key))) {
@@ -141,7 +142,13 @@ lock_report read_lock(rlock::client& client, const std::string& name) {
 
 lock_report inspect_lock(rlock::client& client, const std::string& name) {
   lock_report rep = read_lock(client, name);
-  rep.listeners = numsub(client, rep.channel) + handoff_listeners(client, rep.key);
+  if (rep.kind == "fair_lock") {
+    rep.listeners.reset();  // each waiter listens on "<channel>:<owner>": not counted
+  } else if (rep.kind == "read_write_lock") {
+    rep.listeners = numsub(client, rep.channel);
+  } else {
+    rep.listeners = numsub(client, rep.channel) + handoff_listeners(client, rep.key);
+  }
   if ((rep.kind == "semaphore_or_latch" || rep.kind == "other:string") &&
       numsub(client, redisson::count_down_latch_channel(rep.key)) > 0) {
     rep.kind = "count_down_latch";

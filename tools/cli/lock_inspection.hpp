@@ -39,14 +39,18 @@ enum class lock_state { free, held, other };
 struct lock_report {
   std::string name{};
   std::string key{};
-  std::string channel{};  ///< the lock's unlock channel
+  /// The lock's unlock channel: redisson_rwlock:{name} for a read_write_lock; for a fair_lock
+  /// the base of its waiters' own channels "<channel>:<owner>".
+  std::string channel{};
   lock_state state = lock_state::free;
   std::string kind = "free";
   std::vector<owner_hold> owners{};
   std::optional<std::string> mode{};  ///< read_write_lock: "read" or "write"
   std::optional<long long> ttl_ms{};  ///< PTTL; nullopt if no key or no expiry
-  long long listeners = 0;            ///< subscribers of `channel` and of rlock's hand-off channels
-  std::optional<long long> value{};   ///< string kinds: the integer value
+  /// Subscribers of `channel` (and of rlock's hand-off channels, except for a read_write_lock);
+  /// nullopt for a fair_lock, whose waiters each listen on a channel of their own.
+  std::optional<long long> listeners = 0;
+  std::optional<long long> value{};  ///< string kinds: the integer value
 };
 
 lock_report inspect_lock(rlock::client& client, const std::string& name);

@@ -17,6 +17,10 @@ std::string suffix_name(std::string_view key, std::string_view suffix);
 inline std::string lock_channel(std::string_view key) {
   return prefix_name("redisson_lock__channel", key);
 }
+/// RReadWriteLock's channel, shared by its read and write halves: redisson_rwlock:{key}.
+inline std::string read_write_lock_channel(std::string_view key) {
+  return prefix_name("redisson_rwlock", key);
+}
 /// RFairLock's queue of waiters: redisson_lock_queue:{key}.
 inline std::string fair_lock_queue(std::string_view key) {
   return prefix_name("redisson_lock_queue", key);

@@ -25,8 +25,11 @@ constexpr const char* footer_text =
     "  mode       read_write_lock: \"read\" or \"write\"; otherwise null\n"
     "  ttl_ms     remaining TTL in milliseconds; null if no key or no expiry\n"
     "  listeners  subscribers of the lock's channel and of rlock's per-process hand-off\n"
-    "             channels rlock_handoff:{NAME}:<client-uuid> (waiting processes, usually)\n"
-    "  channel    that channel: redisson_lock__channel:{NAME}\n"
+    "             channels rlock_handoff:{NAME}:<client-uuid> (waiting processes, usually);\n"
+    "             read_write_lock: of its channel only; fair_lock: null (not counted: each\n"
+    "             waiter listens on a channel of its own, <channel>:<owner>)\n"
+    "  channel    that channel: redisson_lock__channel:{NAME}; read_write_lock:\n"
+    "             redisson_rwlock:{NAME}\n"
     "  value      string kinds (semaphores, latches): the integer value; otherwise null\n"
     "\n"
     "Exit status: 0 whether free or held; 64 usage; 69 server unavailable.\n";
@@ -45,8 +48,9 @@ std::string to_json(const lock_report& r) {
         << ",\"holds\":" << r.owners[i].holds << "}";
   }
   out << "],\"mode\":" << (r.mode ? json_quote(*r.mode) : "null")
-      << ",\"ttl_ms\":" << optional_json(r.ttl_ms) << ",\"listeners\":" << r.listeners
-      << ",\"channel\":" << json_quote(r.channel) << ",\"value\":" << optional_json(r.value) << "}";
+      << ",\"ttl_ms\":" << optional_json(r.ttl_ms)
+      << ",\"listeners\":" << optional_json(r.listeners) << ",\"channel\":" << json_quote(r.channel)
+      << ",\"value\":" << optional_json(r.value) << "}";
   return out.str();
 }
 
@@ -70,7 +74,14 @@ std::string to_text(const lock_report& r) {
     out << "ttl:        "
         << (r.ttl_ms ? format_duration(std::chrono::milliseconds(*r.ttl_ms)) : "no expiry") << "\n";
   }
-  out << "listeners:  " << r.listeners << " on " << r.channel << " and rlock's hand-off channels\n";
+  out << "listeners:  ";
+  if (!r.listeners) {
+    out << "not counted (each waiter of a fair lock listens on " << r.channel << ":<owner>)\n";
+  } else if (r.kind == "read_write_lock") {
+    out << *r.listeners << " on " << r.channel << "\n";
+  } else {
+    out << *r.listeners << " on " << r.channel << " and rlock's hand-off channels\n";
+  }
   return out.str();
 }
 
