@@ -1,11 +1,25 @@
 #include "lock_inspection.hpp"
 
 #include <charconv>
+#include <rlock/script.hpp>
 
 #include "redisson_names.hpp"
 
 namespace rlock::cli {
 namespace {
+
+// One atomic read of the key (TYPE, PTTL and the content are one snapshot: a lock that expires
+// or changes hands between separate commands would read as a held lock without owners or TTL).
+// Read-only. Returns {type, pttl, hash fields and values (HGETALL) or {}, string value or nil}.
+const rlock::script& read_key_script() {
+  static const rlock::script s(R"(local t = redis.call('type', KEYS[1])['ok']
+if t == 'none' then return {t, -2, {}} end
+local pttl = redis.call('pttl', KEYS[1])
+if t == 'hash' then return {t, pttl, redis.call('hgetall', KEYS[1])} end
+if t == 'string' then return {t, pttl, {}, redis.call('get', KEYS[1])} end
+return {t, pttl, {}})");
+  return s;
+}
 
 std::optional<long long> to_integer(std::string_view s) {
   long long v = 0;
@@ -95,12 +109,13 @@ lock_report read_lock(rlock::client& client, const std::string& name) {
   rep.name = name;
   rep.key = client.get_lock(name).key();
   rep.channel = redisson::lock_channel(rep.key);
-  const std::string type(client.execute({"TYPE", rep.key}).str());
+  const rlock::reply snapshot = client.eval(read_key_script(), {rep.key}, {});
+  const std::string type(snapshot[0].str());
   if (type == "none") return rep;
-  const long long pttl = client.execute({"PTTL", rep.key}).integer();
+  const long long pttl = snapshot[1].integer();
   if (pttl >= 0) rep.ttl_ms = pttl;
   if (type == "hash") {
-    const rlock::reply all = client.execute({"HGETALL", rep.key});
+    const rlock::reply_view all = snapshot[2];
     const hash_shape shape = shape_of_hash(all);
     if (shape == hash_shape::other) {
       rep.state = lock_state::other;
@@ -126,7 +141,7 @@ lock_report read_lock(rlock::client& client, const std::string& name) {
   }
   rep.state = lock_state::other;
   if (type == "string") {
-    rep.value = to_integer(client.execute({"GET", rep.key}).str());
+    rep.value = to_integer(snapshot[3].str());
     if (exists(client, redisson::expirable_semaphore_timeouts(rep.key))) {
       rep.kind = "permit_expirable_semaphore";
     } else if (rep.value) {

@@ -1,9 +1,10 @@
 // lock_inspection.hpp: what a lock name stands for in Redis right now, read from Redisson's key
 // layout (see redisson_names.hpp), for `rlock status` and the waiting status line of `exec`.
 //
-// Guarantees: inspect_lock() only reads (TYPE, HGETALL, PTTL, EXISTS, GET, PUBSUB NUMSUB); it
-// throws rlock::error on any failure. The commands are separate round trips, so the report is
-// not one atomic snapshot: a lock may change hands between them.
+// Guarantees: inspect_lock() only reads; it throws rlock::error on any failure. The key itself
+// (its type, TTL, fields or value) is read in one read-only script (EVALSHA running TYPE, PTTL,
+// HGETALL or GET), so state, owners and TTL are one snapshot. The kind's other keys (EXISTS) and
+// the listeners (PUBSUB NUMSUB, PUBSUB CHANNELS) are separate round trips.
 //
 // A hash is a lock only with Redisson's field layout (shape_of_hash): every field an owner
 // "<id>:<thread id>" (decimal) holding a positive integer; a read-write lock also has "mode"
