@@ -181,6 +181,22 @@ TEST(cli_exec, one_try_against_a_paused_server_ends_within_the_request_timeout) 
   EXPECT_EQ(r.err.find("(of 0ms)"), std::string::npos) << r.err;
 }
 
+// The progress line names the holder from Redis data: its control characters are escaped.
+TEST(cli_exec, the_progress_line_escapes_control_characters_of_the_holder) {
+  redis_server server;
+  server.cli({"HSET", "esc",
+              "\x1b[2J\x1b]0;pwned\x07"
+              "evil:1",
+              "1"});
+  const auto r = run_rlock(
+      {"exec", "esc", "--url", server.url(), "--wait", "400ms", "--verbose", "--", "true"});
+  EXPECT_EQ(r.status, 75) << r.err;
+  EXPECT_NE(r.err.find("held by \\x1b[2J\\x1b]0;...:1"), std::string::npos) << r.err;
+  for (const char c : r.err) {
+    EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << static_cast<int>(c);
+  }
+}
+
 TEST(cli_exec, wait_expiry_exits_75_without_running_the_command) {
   redis_server server;
   temp_dir dir("rlock-cli");

@@ -221,6 +221,32 @@ TEST_F(cli_status, a_lock_that_goes_away_during_status_reads_as_it_was_or_free) 
   EXPECT_TRUE(as_it_was || free) << r.out;
 }
 
+// Owners come from Redis and names from the command line: their control characters (a
+// terminal's escape sequences) are escaped in text output; printable UTF-8 is kept.
+TEST_F(cli_status, text_output_escapes_control_characters) {
+  const std::string name = "esc\nname\x1b[31m\xc3\xa9";
+  server_.cli({"HSET", name,
+               "\x1b[2J\x1b]0;pwned\x07"
+               "ev\xc2\x9bil\xc3\xa9:1",
+               "1"});
+  const auto r = run_rlock({"status", name, "--url", server_.url()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char c : r.out) {
+    EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << static_cast<int>(c);
+  }
+  EXPECT_NE(r.out.find("name:       esc\\x0aname\\x1b[31m\xc3\xa9\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\x1b[2J\\x1b]0;pwned\\x07ev\\xc2\\x9bil\xc3\xa9:1 (1 hold)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 6) << r.out;
+
+  // Errors name the lock the same way.
+  server_.cli({"RPUSH", "l\x1bst", "a"});
+  const auto fu = run_rlock({"force-unlock", "l\x1bst", "--url", server_.url()});
+  EXPECT_EQ(fu.status, 65);
+  EXPECT_NE(fu.err.find("'l\\x1bst' is a Redis list"), std::string::npos) << fu.err;
+}
+
 TEST_F(cli_status, json_escapes_any_bytes_of_names_and_owners) {
   const std::string name = std::string("we\"ird\\n\x01") + "\xff" + "\xc3\xa9";
   server_.cli({"HSET", name, "own\ter:1", "1"});

@@ -19,6 +19,7 @@
 #include "signal_names.hpp"
 #include "spawn.hpp"
 #include "status_line.hpp"
+#include "terminal_text.hpp"
 
 namespace rlock::cli {
 namespace {
@@ -167,8 +168,8 @@ int run_exec(const exec_options& o) {
                               (acquired.error_detail.empty() ? "" : "; " + acquired.error_detail));
   }
   if (o.verbose) {
-    write_stderr("rlock: acquired '" + o.name + "' after " + format_duration(acquired.waited) +
-                 "\n");
+    write_stderr("rlock: acquired '" + printable(o.name) + "' after " +
+                 format_duration(acquired.waited) + "\n");
   }
 
   // From here on the lock is held: every path releases it, waiting for the server at most
@@ -202,17 +203,17 @@ int run_exec(const exec_options& o) {
     return o.lost_exit_code;
   }
   if (released == rlock::errc::not_owner) {
-    write_stderr("rlock: lock '" + o.name +
+    write_stderr("rlock: lock '" + printable(o.name) +
                  "' was no longer held when the command ended (deleted or expired while it ran, "
                  "before renewal noticed); exiting with " +
                  std::to_string(o.lost_exit_code) + "\n");
     return o.lost_exit_code;
   }
   if (released) {
-    write_stderr("rlock: warning: could not release lock '" + o.name + "': " + released.message() +
-                 "; it expires when its lease ends\n");
+    write_stderr("rlock: warning: could not release lock '" + printable(o.name) +
+                 "': " + released.message() + "; it expires when its lease ends\n");
   } else if (o.verbose) {
-    write_stderr("rlock: released '" + o.name + "'; the command exited with status " +
+    write_stderr("rlock: released '" + printable(o.name) + "'; the command exited with status " +
                  std::to_string(ran.status) + "\n");
   }
   return ran.status;

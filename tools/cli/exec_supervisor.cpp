@@ -9,6 +9,7 @@
 #include "signal_names.hpp"
 #include "spawn.hpp"
 #include "status_line.hpp"
+#include "terminal_text.hpp"
 
 namespace rlock::cli {
 namespace {
@@ -46,7 +47,7 @@ supervision_result supervise_command(pid_t pid, const supervision& how, signal_c
     if (lost.clear() && !out.lost) {
       out.lost = true;
       ::kill(pid, how.loss_signal);
-      write_stderr("rlock: lost lock '" + how.lock_name + "' while the command ran (" +
+      write_stderr("rlock: lost lock '" + printable(how.lock_name) + "' while the command ran (" +
                    how.loss_reason + "); sent " + signal_name(how.loss_signal) +
                    " to the command (pid " + std::to_string(pid) + ")" +
                    (how.grace.count() > 0

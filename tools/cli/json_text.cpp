@@ -3,10 +3,8 @@
 #include <cstdio>
 
 namespace rlock::cli {
-namespace {
 
-/// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is invalid.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
   const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
   const auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
   const unsigned char c = b(0);
@@ -26,8 +24,6 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   }
   return 0;
 }
-
-}  // namespace
 
 std::string json_quote(std::string_view bytes) {
   std::string out = "\"";
@@ -55,7 +51,7 @@ std::string json_quote(std::string_view bytes) {
         }
       }
       ++i;
-    } else if (const std::size_t n = utf8_length(bytes, i); n > 0) {
+    } else if (const std::size_t n = utf8_sequence_length(bytes, i); n > 0) {
       out.append(bytes.substr(i, n));
       i += n;
     } else {

@@ -6,11 +6,16 @@
 // must be UTF-8). Thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace rlock::cli {
 
 std::string json_quote(std::string_view bytes);
+
+/// Length of the valid UTF-8 sequence starting at s[i] (i < s.size()), or 0 if it is invalid
+/// (overlong forms, surrogates and code points above U+10FFFF are invalid).
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 
 }  // namespace rlock::cli

@@ -25,6 +25,7 @@
 #include "help_formatter.hpp"
 #include "man_page.hpp"
 #include "status_command.hpp"
+#include "terminal_text.hpp"
 
 #ifndef RLOCK_VERSION
 #define RLOCK_VERSION "unknown"
@@ -61,7 +62,8 @@ std::string active_command(const CLI::App& app) {
 
 int report(const std::string& command, const std::string& message, int code) {
   const std::string who = command.empty() ? "rlock" : "rlock " + command;
-  std::cerr << who << ": " << message << "\n";
+  // Messages carry lock names and server texts: control characters are escaped.
+  std::cerr << who << ": " << printable(message) << "\n";
   if (code == exit_codes::usage) std::cerr << "see '" << who << " --help'\n";
   return code;
 }

@@ -8,6 +8,7 @@
 #include "duration.hpp"
 #include "json_text.hpp"
 #include "lock_inspection.hpp"
+#include "terminal_text.hpp"
 
 namespace rlock::cli {
 namespace {
@@ -56,16 +57,19 @@ std::string to_json(const lock_report& r) {
 
 std::string to_text(const lock_report& r) {
   std::ostringstream out;
-  out << "name:       " << r.name << "\n";
-  if (r.key != r.name) out << "key:        " << r.key << "\n";
+  // Names and owners are any bytes: control characters are escaped, never sent to the terminal.
+  const std::string channel = printable(r.channel);
+  out << "name:       " << printable(r.name) << "\n";
+  if (r.key != r.name) out << "key:        " << printable(r.key) << "\n";
   out << "state:      " << to_string(r.state) << "\n";
-  out << "kind:       " << r.kind << (r.mode ? " (mode " + *r.mode + ")" : "") << "\n";
+  out << "kind:       " << printable(r.kind) << (r.mode ? " (mode " + printable(*r.mode) + ")" : "")
+      << "\n";
   if (r.state == lock_state::held) {
     out << "owners:     ";
     if (r.owners.empty()) out << "(none)";
     for (std::size_t i = 0; i < r.owners.size(); ++i) {
-      out << (i ? "\n            " : "") << r.owners[i].owner << " (" << r.owners[i].holds
-          << (r.owners[i].holds == 1 ? " hold)" : " holds)");
+      out << (i ? "\n            " : "") << printable(r.owners[i].owner) << " ("
+          << r.owners[i].holds << (r.owners[i].holds == 1 ? " hold)" : " holds)");
     }
     out << "\n";
   }
@@ -76,11 +80,11 @@ std::string to_text(const lock_report& r) {
   }
   out << "listeners:  ";
   if (!r.listeners) {
-    out << "not counted (each waiter of a fair lock listens on " << r.channel << ":<owner>)\n";
+    out << "not counted (each waiter of a fair lock listens on " << channel << ":<owner>)\n";
   } else if (r.kind == "read_write_lock") {
-    out << *r.listeners << " on " << r.channel << "\n";
+    out << *r.listeners << " on " << channel << "\n";
   } else {
-    out << *r.listeners << " on " << r.channel << " and rlock's hand-off channels\n";
+    out << *r.listeners << " on " << channel << " and rlock's hand-off channels\n";
   }
   return out.str();
 }

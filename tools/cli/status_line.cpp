@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include "terminal_text.hpp"
+
 namespace rlock::cli {
 namespace {
 
@@ -42,7 +44,10 @@ progress_mode progress_mode_for(bool verbose) {
   return verbose ? progress_mode::log : progress_mode::off;
 }
 
-void status_line::update(const std::string& text) {
+void status_line::update(const std::string& raw) {
+  // The lock name and the holder come from the user and from Redis: escape control characters
+  // (also so that fit() never cuts an escape sequence).
+  const std::string text = printable(raw);
   switch (mode_) {
     case progress_mode::off:
       return;

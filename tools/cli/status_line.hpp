@@ -4,9 +4,10 @@
 // terminal width so it never wraps, clear-to-end-of-line) and erased by clear(); log (not a tty,
 // --verbose): each update is printed as its own line; off: nothing is printed.
 //
-// Guarantees: writes go straight to file descriptor 2 (no buffering to interleave with other
-// output); clear() and the destructor leave the cursor at the start of an empty line in terminal
-// mode. Not thread-safe: one owner thread.
+// Guarantees: control characters of the text are escaped (terminal_text.hpp); writes go straight to
+// file descriptor 2 (no buffering to interleave with other output); clear() and the destructor
+// leave the cursor at the start of an empty line in terminal mode. Not thread-safe: one owner
+// thread.
 #pragma once
 
 #include <string>
