@@ -96,6 +96,14 @@ TEST(cli_usage, help_and_man_page_come_from_the_same_text) {
   const auto status_help = run_rlock({"status", "--help"});
   EXPECT_EQ(status_help.status, 0);
   EXPECT_NE(status_help.out.find("ttl_ms"), std::string::npos) << "JSON fields documented";
+  // force-unlock says what "released" means: a queued waiter may get the lock at once, and
+  // the evicted holder is told only at its next renewal or at the end of its lease.
+  const auto force_help = run_rlock({"force-unlock", "--help"});
+  EXPECT_EQ(force_help.status, 0);
+  for (const char* text : {"first live one gets it at once", "next renewal",
+                           "a third of its --watchdog-timeout", "--lease ends"}) {
+    EXPECT_NE(force_help.out.find(text), std::string::npos) << text << "\n" << force_help.out;
+  }
   const auto top = run_rlock({"--help"});
   EXPECT_EQ(top.status, 0);
   EXPECT_EQ(top.out.find("demo-worker"), std::string::npos) << "internal command hidden";

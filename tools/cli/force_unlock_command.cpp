@@ -15,6 +15,14 @@ CLI::App* add_force_unlock_command(CLI::App& app, force_unlock_options& opts) {
   add_connection_options(*sub, opts.connection);
   sub->footer(
       "Prints \"released\" if a lock was there, \"no lock\" otherwise.\n"
+      "\"released\" does not mean free: if rlock exec processes are queued for the lock, the\n"
+      "first live one gets it at once (a waiter that crashed within the last few seconds can\n"
+      "still be chosen; the lock then ends with that waiter's lease). Redisson's waiters are\n"
+      "woken to retry.\n"
+      "The evicted holder is not stopped at once: an rlock exec holder learns of the loss at\n"
+      "its next renewal (within a third of its --watchdog-timeout, 10s by default) or when its\n"
+      "--lease ends, and only then signals its command (exit 76); until then the old and the\n"
+      "new holder's commands run at the same time. Check with 'rlock status NAME'.\n"
       "A key that is not a lock is left untouched (exit 65): not a hash, or a hash without\n"
       "Redisson's lock fields (\"<id>:<thread-id>\" = holds, and for a read-write lock\n"
       "\"mode\"), such as an application's hash.\n"
