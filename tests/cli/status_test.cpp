@@ -22,7 +22,7 @@ print(' '.join(sorted(d)))
 o = d['owners']
 print(d['state'], d['kind'], len(o), o[0]['holds'] if o else '-',
       'ttl' if isinstance(d['ttl_ms'], int) and d['ttl_ms'] > 0 else d['ttl_ms'],
-      d['listeners'], d['channel'], d['mode'], d['value'])
+      d['listeners'], d['channel'], d['mode'], d['value'], d['queued'])
 print(o[0]['owner'] if o else '-')
 print(d['name'])
 )";
@@ -68,7 +68,8 @@ while True:
     threading.Thread(target=pump, args=(u, c, False), daemon=True).start()
 )";
 
-constexpr const char* all_fields = "channel key kind listeners mode name owners state ttl_ms value";
+constexpr const char* all_fields =
+    "channel key kind listeners mode name owners queued state ttl_ms value";
 
 class cli_status : public ::testing::Test {
  protected:
@@ -103,13 +104,13 @@ TEST_F(cli_status, a_held_lock_shows_owner_holds_ttl_and_listeners) {
   ASSERT_EQ(held.read_line(10s), std::optional<std::string>("held")) << holder.error_output();
   const std::string channel = "redisson_lock__channel:{st}";
   child_process waiter = start_rlock({"exec", "st", "--url", server_.url(), "--", "true"});
-  // The waiter's process listens on its own hand-off channel (the holder hands over through the
-  // queue); status counts it as a listener.
+  // The waiter's process listens on its own hand-off channel only (the holder hands over
+  // through the queue): status counts it as queued, not as a listener of the lock's channel.
   ASSERT_TRUE(wait_until([&] { return lock_listeners(server_, "st") >= 1; }, 10s));
 
   const auto j = status_json("st");
   EXPECT_EQ(j[0], std::string(all_fields));
-  EXPECT_EQ(j[1], "held lock 1 1 ttl 1 " + channel + " None None");
+  EXPECT_EQ(j[1], "held lock 1 1 ttl 0 " + channel + " None None 1");
   EXPECT_TRUE(std::regex_match(j[2], std::regex("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
                                                 "[0-9a-f]{12}:[0-9]+")))
       << j[2];
@@ -123,7 +124,7 @@ TEST_F(cli_status, a_held_lock_shows_owner_holds_ttl_and_listeners) {
   holder.kill(SIGTERM);
   EXPECT_EQ(exit_status(holder), 128 + SIGTERM);
   EXPECT_EQ(exit_status(waiter), 0) << waiter.error_output();
-  EXPECT_EQ(status_json("st")[1], "free free 0 - None 0 " + channel + " None None");
+  EXPECT_EQ(status_json("st")[1], "free free 0 - None 0 " + channel + " None None 0");
 }
 
 TEST_F(cli_status, tells_the_kind_of_object_from_redissons_key_layout) {
@@ -134,7 +135,7 @@ TEST_F(cli_status, tells_the_kind_of_object_from_redissons_key_layout) {
   rw_waiter.send({"SUBSCRIBE", "redisson_rwlock:{rw}"});
   ASSERT_TRUE(rw_waiter.read(5s).has_value());  // subscribed
   EXPECT_EQ(status_json("rw")[1],
-            "held read_write_lock 1 2 None 1 redisson_rwlock:{rw} write None");
+            "held read_write_lock 1 2 None 1 redisson_rwlock:{rw} write None 0");
   const auto rw_text = run_rlock({"status", "rw", "--url", server_.url()});
   EXPECT_NE(rw_text.out.find("listeners:  1 on redisson_rwlock:{rw}\n"), std::string::npos)
       << rw_text.out;
@@ -145,50 +146,73 @@ TEST_F(cli_status, tells_the_kind_of_object_from_redissons_key_layout) {
   fair_waiter.send({"SUBSCRIBE", "redisson_lock__channel:{fair}:w:2"});
   ASSERT_TRUE(fair_waiter.read(5s).has_value());  // subscribed
   EXPECT_EQ(status_json("fair")[1],
-            "held fair_lock 1 1 None None redisson_lock__channel:{fair} None None");
+            "held fair_lock 1 1 None None redisson_lock__channel:{fair} None None 0");
   const auto fair_text = run_rlock({"status", "fair", "--url", server_.url()});
   EXPECT_NE(fair_text.out.find("listeners:  not counted"), std::string::npos) << fair_text.out;
 
   server_.cli({"HSET", "fenced", "u:1", "1"});
   server_.cli({"SET", "redisson_lock_token:{fenced}", "7"});
   EXPECT_EQ(status_json("fenced")[1],
-            "held fenced_lock 1 1 None 0 redisson_lock__channel:{fenced} None None");
+            "held fenced_lock 1 1 None 0 redisson_lock__channel:{fenced} None None 0");
 
   server_.cli({"SET", "sem", "3"});
   EXPECT_EQ(status_json("sem")[1],
-            "other semaphore_or_latch 0 - None 0 redisson_lock__channel:{sem} None 3");
+            "other semaphore_or_latch 0 - None 0 redisson_lock__channel:{sem} None 3 0");
 
   server_.cli({"SET", "pes", "2"});
   server_.cli({"ZADD", "{pes}:timeout", "1", "x"});
   EXPECT_EQ(status_json("pes")[1],
-            "other permit_expirable_semaphore 0 - None 0 redisson_lock__channel:{pes} None 2");
+            "other permit_expirable_semaphore 0 - None 0 redisson_lock__channel:{pes} None 2 0");
 
   server_.cli({"SET", "latch", "2"});
   raw_client sub = server_.client();
   sub.send({"SUBSCRIBE", "redisson_countdownlatch__channel__{latch}"});
   ASSERT_TRUE(sub.read(5s).has_value());  // subscribed
   EXPECT_EQ(status_json("latch")[1],
-            "other count_down_latch 0 - None 0 redisson_lock__channel:{latch} None 2");
+            "other count_down_latch 0 - None 0 redisson_lock__channel:{latch} None 2 0");
 
   server_.cli({"RPUSH", "lst", "a"});
   EXPECT_EQ(status_json("lst")[1],
-            "other other:list 0 - None 0 redisson_lock__channel:{lst} None None");
+            "other other:list 0 - None 0 redisson_lock__channel:{lst} None None 0");
 
   // A name with a hash tag keeps it: the channel is prefix:NAME.
   server_.cli({"HSET", "{tag}x", "u:1", "1"});
   server_.cli({"PEXPIRE", "{tag}x", "60000"});
   EXPECT_EQ(status_json("{tag}x")[1],
-            "held lock 1 1 ttl 0 redisson_lock__channel:{tag}x None None");
+            "held lock 1 1 ttl 0 redisson_lock__channel:{tag}x None None 0");
+}
+
+// One rlock process waiting behind a Redisson (Java-style) holder listens on the lock's channel
+// and on its hand-off channel: it is one listener, and one waiter in rlock's queue.
+TEST_F(cli_status, a_waiting_rlock_process_counts_once_and_its_queue_entry_is_shown) {
+  server_.cli({"HSET", "jw", "6f1c2b9e-3a4d-4e5f-8a7b-1c2d3e4f5a6b:57", "1"});
+  server_.cli({"PEXPIRE", "jw", "60000"});
+  child_process waiter =
+      start_rlock({"exec", "jw", "--url", server_.url(), "--wait", "30s", "--", "true"});
+  ASSERT_TRUE(wait_until([&] { return lock_listeners(server_, "jw") >= 2; }, 10s))
+      << waiter.error_output();
+  ASSERT_EQ(server_.cli({"ZCARD", "rlock_queue:{jw}"}), "1");
+
+  EXPECT_EQ(status_json("jw")[1], "held lock 1 1 ttl 1 redisson_lock__channel:{jw} None None 1");
+  const auto text = run_rlock({"status", "jw", "--url", server_.url()});
+  EXPECT_NE(text.out.find("listeners:  1 on redisson_lock__channel:{jw}\n"
+                          "queued:     1 in rlock's wait queue\n"),
+            std::string::npos)
+      << text.out;
+
+  server_.cli({"DEL", "jw"});
+  server_.cli({"PUBLISH", "redisson_lock__channel:{jw}", "0"});
+  EXPECT_EQ(exit_status(waiter), 0) << waiter.error_output();
 }
 
 // An application's hash is not a lock: "other", kind other:hash, its fields are not owners.
 TEST_F(cli_status, a_hash_without_a_locks_fields_is_other) {
   server_.cli({"HSET", "user:1000", "name", "alice", "age", "30"});
   EXPECT_EQ(status_json("user:1000")[1],
-            "other other:hash 0 - None 0 redisson_lock__channel:{user:1000} None None");
+            "other other:hash 0 - None 0 redisson_lock__channel:{user:1000} None None 0");
   server_.cli({"HSET", "mixed", "field", "notanumber", "other:5", "5"});
   EXPECT_EQ(status_json("mixed")[1],
-            "other other:hash 0 - None 0 redisson_lock__channel:{mixed} None None");
+            "other other:hash 0 - None 0 redisson_lock__channel:{mixed} None None 0");
   const auto text = run_rlock({"status", "user:1000", "--url", server_.url()});
   EXPECT_EQ(text.status, 0);
   EXPECT_NE(text.out.find("state:      other"), std::string::npos) << text.out;
@@ -238,7 +262,7 @@ TEST_F(cli_status, text_output_escapes_control_characters) {
   EXPECT_NE(r.out.find("\\x1b[2J\\x1b]0;pwned\\x07ev\\xc2\\x9bil\xc3\xa9:1 (1 hold)"),
             std::string::npos)
       << r.out;
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 6) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7) << r.out;
 
   // Errors name the lock the same way.
   server_.cli({"RPUSH", "l\x1bst", "a"});

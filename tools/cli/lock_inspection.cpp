@@ -33,21 +33,6 @@ long long numsub(rlock::client& c, const std::string& channel) {
   return r.size() >= 2 ? r[1].integer() : 0;
 }
 
-// Subscribers of rlock's per-process hand-off channels "rlock_handoff:{key}:<client uuid>": the
-// processes with waiters queued behind an rlock holder, which do not listen on Redisson's channel.
-long long handoff_listeners(rlock::client& c, const std::string& key) {
-  std::string pattern;
-  for (const char ch : redisson::prefix_name("rlock_handoff", key)) {
-    if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') pattern += '\\';
-    pattern += ch;
-  }
-  pattern += ":*";
-  long long n = 0;
-  const rlock::reply channels = c.execute({"PUBSUB", "CHANNELS", pattern});
-  for (std::size_t i = 0; i < channels.size(); ++i) n += numsub(c, std::string(channels[i].str()));
-  return n;
-}
-
 // "<id>:<thread id>": a non-empty id, then a decimal thread id (Java's thread id, rlock's owner
 // id).
 bool is_owner_field(std::string_view field) {
@@ -159,11 +144,12 @@ lock_report inspect_lock(rlock::client& client, const std::string& name) {
   lock_report rep = read_lock(client, name);
   if (rep.kind == "fair_lock") {
     rep.listeners.reset();  // each waiter listens on "<channel>:<owner>": not counted
-  } else if (rep.kind == "read_write_lock") {
-    rep.listeners = numsub(client, rep.channel);
   } else {
-    rep.listeners = numsub(client, rep.channel) + handoff_listeners(client, rep.key);
+    // Not rlock's hand-off channels: an rlock process waiting behind a Redisson holder listens
+    // on both and would count twice; rlock's waiters are counted in `queued`.
+    rep.listeners = numsub(client, rep.channel);
   }
+  rep.queued = client.execute({"ZCARD", redisson::prefix_name("rlock_queue", rep.key)}).integer();
   if ((rep.kind == "semaphore_or_latch" || rep.kind == "other:string") &&
       numsub(client, redisson::count_down_latch_channel(rep.key)) > 0) {
     rep.kind = "count_down_latch";

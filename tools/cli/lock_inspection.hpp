@@ -4,7 +4,7 @@
 // Guarantees: inspect_lock() only reads; it throws rlock::error on any failure. The key itself
 // (its type, TTL, fields or value) is read in one read-only script (EVALSHA running TYPE, PTTL,
 // HGETALL or GET), so state, owners and TTL are one snapshot. The kind's other keys (EXISTS) and
-// the listeners (PUBSUB NUMSUB, PUBSUB CHANNELS) are separate round trips.
+// the listeners (PUBSUB NUMSUB) and the queue (ZCARD) are separate round trips.
 //
 // A hash is a lock only with Redisson's field layout (shape_of_hash): every field an owner
 // "<id>:<thread id>" (decimal) holding a positive integer; a read-write lock also has "mode"
@@ -48,15 +48,16 @@ struct lock_report {
   std::vector<owner_hold> owners{};
   std::optional<std::string> mode{};  ///< read_write_lock: "read" or "write"
   std::optional<long long> ttl_ms{};  ///< PTTL; nullopt if no key or no expiry
-  /// Subscribers of `channel` (and of rlock's hand-off channels, except for a read_write_lock);
-  /// nullopt for a fair_lock, whose waiters each listen on a channel of their own.
+  /// Subscribers of `channel`; nullopt for a fair_lock, whose waiters each listen on a channel
+  /// of their own.
   std::optional<long long> listeners = 0;
+  long long queued = 0;              ///< waiters in rlock's wait queue rlock_queue:{name} (ZCARD)
   std::optional<long long> value{};  ///< string kinds: the integer value
 };
 
 lock_report inspect_lock(rlock::client& client, const std::string& name);
-/// inspect_lock() without the pub/sub queries: listeners stays 0, and a count_down_latch reads
-/// as semaphore_or_latch (or other:string).
+/// inspect_lock() without the pub/sub and queue queries: listeners and queued stay 0, and a
+/// count_down_latch reads as semaphore_or_latch (or other:string).
 lock_report read_lock(rlock::client& client, const std::string& name);
 
 enum class hash_shape { lock, read_write_lock, other };

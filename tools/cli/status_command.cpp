@@ -25,10 +25,13 @@ constexpr const char* footer_text =
     "  owners     [{\"owner\": \"<client-uuid>:<thread-id>\", \"holds\": N}, ...]\n"
     "  mode       read_write_lock: \"read\" or \"write\"; otherwise null\n"
     "  ttl_ms     remaining TTL in milliseconds; null if no key or no expiry\n"
-    "  listeners  subscribers of the lock's channel and of rlock's per-process hand-off\n"
-    "             channels rlock_handoff:{NAME}:<client-uuid> (waiting processes, usually);\n"
-    "             read_write_lock: of its channel only; fair_lock: null (not counted: each\n"
-    "             waiter listens on a channel of its own, <channel>:<owner>)\n"
+    "  listeners  subscribers of the lock's channel: processes with Redisson waiters, and\n"
+    "             with rlock waiters while the holder is not an rlock process (behind an\n"
+    "             rlock holder they listen only on rlock_handoff:{NAME}:<client-uuid>: see\n"
+    "             queued); fair_lock: null (not counted: each waiter listens on a channel\n"
+    "             of its own, <channel>:<owner>)\n"
+    "  queued     waiters in rlock's wait queue rlock_queue:{NAME} (ZCARD): rlock waiting\n"
+    "             threads, first in line gets the lock at the next unlock; 0 if none\n"
     "  channel    that channel: redisson_lock__channel:{NAME}; read_write_lock:\n"
     "             redisson_rwlock:{NAME}\n"
     "  value      string kinds (semaphores, latches): the integer value; otherwise null\n"
@@ -50,8 +53,8 @@ std::string to_json(const lock_report& r) {
   }
   out << "],\"mode\":" << (r.mode ? json_quote(*r.mode) : "null")
       << ",\"ttl_ms\":" << optional_json(r.ttl_ms)
-      << ",\"listeners\":" << optional_json(r.listeners) << ",\"channel\":" << json_quote(r.channel)
-      << ",\"value\":" << optional_json(r.value) << "}";
+      << ",\"listeners\":" << optional_json(r.listeners) << ",\"queued\":" << r.queued
+      << ",\"channel\":" << json_quote(r.channel) << ",\"value\":" << optional_json(r.value) << "}";
   return out.str();
 }
 
@@ -81,11 +84,10 @@ std::string to_text(const lock_report& r) {
   out << "listeners:  ";
   if (!r.listeners) {
     out << "not counted (each waiter of a fair lock listens on " << channel << ":<owner>)\n";
-  } else if (r.kind == "read_write_lock") {
-    out << *r.listeners << " on " << channel << "\n";
   } else {
-    out << *r.listeners << " on " << channel << " and rlock's hand-off channels\n";
+    out << *r.listeners << " on " << channel << "\n";
   }
+  out << "queued:     " << r.queued << " in rlock's wait queue\n";
   return out.str();
 }
 
