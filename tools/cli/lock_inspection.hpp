@@ -3,7 +3,7 @@
 //
 // Guarantees: inspect_lock() only reads; it throws rlock::error on any failure. The key itself
 // (its type, TTL, fields or value) is read in one read-only script (EVALSHA running TYPE, PTTL,
-// HGETALL or GET), so state, owners and TTL are one snapshot. The kind's other keys (EXISTS) and
+// HGETALL or GET), so state, owners and TTL are one snapshot. The kind's other keys (EXISTS),
 // the listeners (PUBSUB NUMSUB) and the queue (ZCARD) are separate round trips.
 //
 // A hash is a lock only with Redisson's field layout (shape_of_hash): every field an owner
