@@ -1,4 +1,5 @@
 // URL parsing for rlock::config addresses.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <string>
@@ -219,7 +220,15 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
   if (!port.empty()) {
     long long p = 0;
     if (!parse_int(port, 1, 65535, p)) {
-      fail(ec, why, "port must be a number from 1 to 65535, got '" + std::string(port) + "'");
+      // Quoted only when it is digits: a URL that forgot its '@' ("user:password:host:port")
+      // has the password in what was taken for the port.
+      const bool digits = std::all_of(port.begin(), port.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c)) != 0;
+      });
+      fail(ec, why,
+           digits ? "port must be a number from 1 to 65535, got '" + std::string(port) + "'"
+                  : std::string("port must be a number from 1 to 65535 (is an '@' missing after "
+                                "the user and password?)"));
       return std::nullopt;
     }
     a.port = static_cast<std::uint16_t>(p);
@@ -235,8 +244,19 @@ namespace {
 std::string redact(std::string_view url) {
   std::string s(url);
   const auto at = s.rfind('@');
-  if (at == std::string::npos) return s;
   const auto scheme = s.find("://");
+  if (at == std::string::npos) {
+    // No '@', but two ':' in the authority outside brackets ("redis://user:password:host:port",
+    // the '@' forgotten): whatever follows the first ':' may be a password.
+    const std::size_t begin = scheme == std::string::npos ? 0 : scheme + 3;
+    const std::size_t end = std::min(s.find_first_of("/?#", begin), s.size());
+    const std::string_view authority = std::string_view(s).substr(begin, end - begin);
+    if (!authority.starts_with('[') && std::count(authority.begin(), authority.end(), ':') > 1) {
+      const std::size_t colon = begin + authority.find(':');
+      s.replace(colon + 1, end - colon - 1, "***");
+    }
+    return s;
+  }
   const std::size_t from =
       (scheme != std::string::npos && scheme < at && plausible_scheme(url.substr(0, scheme)))
           ? scheme + 3

@@ -387,6 +387,7 @@ TEST(url, thrown_message_does_not_contain_password) {
       "redis://alice:TopSecretPw@h/notadb", "rediss://alice:TopSecretPw@h!x",
       "redis://alice:TopSecretPw@h :1",     "redis://alice:TopSecretPw%zz@h",
       "redis://alice:Top@SecretPw@h:0",     "http://alice:TopSecretPw@h",
+      "redis://alice:TopSecretPw:h:6379",   "rediss://alice:TopSecretPw:127.0.0.1:1",
   };
   for (const char* url : urls) {
     try {
