@@ -8,6 +8,8 @@
 //   rlock::parse_url       URL parsing, with a precise error for each malformed part
 //
 // All durations are std::chrono::milliseconds and are measured on std::chrono::steady_clock.
+// Each is at most 100 years (client construction throws errc::invalid_argument beyond that):
+// a steady_clock time point plus a longer duration would overflow.
 #pragma once
 
 #include <chrono>
@@ -133,8 +135,6 @@ struct config {
   std::chrono::milliseconds lock_watchdog_timeout = 30000ms;
   /// Locks renewed per renewal script.
   int lock_watchdog_batch_size = 100;
-  /// Fair-lock waiters' queue deadline when no wait time is given.
-  std::chrono::milliseconds fair_lock_wait_timeout = 300000ms;
   /// Queued hand-off (rlock only, on by default): waiters join a queue in Redis in arrival
   /// order, and an unlock hands the lock straight to the first live waiter, which learns it
   /// holds the lock from a message without running a script. Java Redisson clients on the same
@@ -149,9 +149,6 @@ struct config {
   /// skipped once it expires. Waiting processes refresh every third of it, in one script per
   /// lock for all their waiters. Measured on the Redis server's clock.
   std::chrono::milliseconds lock_queue_liveness = 6000ms;
-  /// Fail lock writes that no connected replica acknowledged (master/replica topologies).
-  bool check_lock_synced_slaves = true;
-  std::chrono::milliseconds slaves_sync_timeout = 1000ms;
   /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every
   /// key and channel of an object derives from the mapped name, so Java and C++ peers sharing a
   /// lock must map names the same way.

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <optional>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "detail/backoff.hpp"
 #include "detail/closed_completion.hpp"
@@ -86,10 +88,28 @@ void validate(const config& c) {
   auto bad = [](const std::string& what) {
     throw error(make_error_code(errc::invalid_argument), "invalid config: " + what);
   };
+  // time_point + duration overflows steady_clock's nanoseconds beyond about 292 years.
+  constexpr std::chrono::milliseconds longest = std::chrono::hours(24 * 365 * 100);
+  const std::pair<const char*, std::chrono::milliseconds> durations[] = {
+      {"timeout", c.timeout},
+      {"connect_timeout", c.connect_timeout},
+      {"subscription_timeout", c.subscription_timeout},
+      {"retry_delay_base", c.retry_delay_base},
+      {"retry_delay_max", c.retry_delay_max},
+      {"ping_connection_interval", c.ping_connection_interval},
+      {"reconnect_delay_min", c.reconnect_delay_min},
+      {"reconnect_delay_max", c.reconnect_delay_max},
+      {"lock_watchdog_timeout", c.lock_watchdog_timeout},
+      {"lock_queue_liveness", c.lock_queue_liveness}};
+  for (const auto& [name, d] : durations) {
+    if (d > longest) bad(std::string(name) + " must be at most 100 years");
+  }
   if (c.timeout.count() <= 0) bad("timeout must be positive");
   if (c.connect_timeout.count() <= 0) bad("connect_timeout must be positive");
   if (c.subscription_timeout.count() <= 0) bad("subscription_timeout must be positive");
-  if (c.retry_attempts < 1) bad("retry_attempts must be at least 1");
+  if (c.retry_attempts < 1 || c.retry_attempts > 10000) {
+    bad("retry_attempts must be from 1 to 10000");
+  }
   if (c.retry_delay_base.count() < 0 || c.retry_delay_max < c.retry_delay_base) {
     bad("retry delays must satisfy 0 <= retry_delay_base <= retry_delay_max");
   }

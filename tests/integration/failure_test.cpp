@@ -145,5 +145,30 @@ TEST(failure, invalid_config_values_are_rejected) {
   EXPECT_THROW(client{cfg}, error);
 }
 
+// A duration that would overflow steady_clock when added to now (about 292 years in ns) is
+// refused at construction; before, a timeout of milliseconds::max() failed every request at once
+// and a watchdog timeout of 1000 years made lock() retry for ever.
+TEST(failure, config_durations_beyond_a_hundred_years_are_rejected) {
+  const auto refused = [](auto set) {
+    config cfg;
+    set(cfg);
+    try {
+      client c(cfg);
+    } catch (const error& e) {
+      return e.code() == errc::invalid_argument;
+    }
+    return false;
+  };
+  using years = std::chrono::duration<long long, std::ratio<31556952>>;
+  const auto huge = std::chrono::duration_cast<std::chrono::milliseconds>(years(1000));
+  EXPECT_TRUE(refused([&](config& c) { c.timeout = huge; }));
+  EXPECT_TRUE(refused([](config& c) { c.timeout = std::chrono::milliseconds::max(); }));
+  EXPECT_TRUE(refused([&](config& c) { c.lock_watchdog_timeout = huge; }));
+  EXPECT_TRUE(refused([&](config& c) { c.lock_queue_liveness = huge; }));
+  EXPECT_TRUE(refused([&](config& c) { c.subscription_timeout = huge; }));
+  EXPECT_TRUE(refused([&](config& c) { c.connect_timeout = huge; }));
+  EXPECT_TRUE(refused([](config& c) { c.retry_attempts = 10001; }));
+}
+
 }  // namespace
 }  // namespace rlock::test
