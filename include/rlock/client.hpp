@@ -115,21 +115,24 @@ class client {
       }
     };
     using result = decltype(call());
+    // Set once `f` has returned: an exception after that comes from the unlock itself, which
+    // must not be sent again. A second unlock (a new request, not a resend) of a re-entered
+    // lock whose first unlock ran but went unanswered would release the caller's outer hold.
+    bool unlocking = false;
     try {
       if constexpr (std::is_void_v<result>) {
         call();
+        unlocking = true;
         l.unlock();
         return;
       } else {
         result r = call();
+        unlocking = true;
         l.unlock();
         return r;
       }
-    } catch (const error& e) {
-      if (e.code() != errc::not_owner) release_quietly(l);
-      throw;
     } catch (...) {
-      release_quietly(l);
+      if (!unlocking) release_quietly(l);
       throw;
     }
   }
@@ -158,9 +161,8 @@ class client {
     auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
     return [h, ex, own, work](std::error_code ec, reply r) mutable {
-      detail::dispatch_handler(ex, own,
+      detail::dispatch_handler(ex, own, *work,
                                [h, ec, r = std::move(r)]() mutable { (*h)(ec, std::move(r)); });
-      work->reset();
     };
   }
   void start_execute(const std::vector<std::string>& args, callback cb);

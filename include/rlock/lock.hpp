@@ -143,7 +143,11 @@ class reentrant_lock {
   bool acquire(const acquire_options& opts);
   /// Releases one hold. Throws errc::not_owner if the calling thread does not hold the lock.
   void unlock();
-  /// Deletes the lock whoever holds it and wakes its waiters; true if a lock existed.
+  /// Deletes the lock whoever holds it and wakes its waiters; true if a lock existed. With the
+  /// queued hand-off the first live queued waiter gets the lock at once. Holders in other
+  /// processes learn of the loss at their next renewal (or when their lease ends); holders of
+  /// this client at once. Never resent: when its reply is lost it throws errc::timeout or
+  /// errc::connection_lost, and the lock may or may not have been deleted.
   bool force_unlock();
 
   bool is_locked();
@@ -266,8 +270,7 @@ class reentrant_lock {
     auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
     return [h, ex, own, work](std::error_code ec, T v) {
-      detail::dispatch_handler(ex, own, [h, ec, v]() mutable { (*h)(ec, v); });
-      work->reset();
+      detail::dispatch_handler(ex, own, *work, [h, ec, v]() mutable { (*h)(ec, v); });
     };
   }
   template <class Handler>
@@ -277,8 +280,7 @@ class reentrant_lock {
     auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
     return [h, ex, own, work](std::error_code ec) {
-      detail::dispatch_handler(ex, own, [h, ec]() mutable { (*h)(ec); });
-      work->reset();
+      detail::dispatch_handler(ex, own, *work, [h, ec]() mutable { (*h)(ec); });
     };
   }
 

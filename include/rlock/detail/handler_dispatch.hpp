@@ -12,15 +12,21 @@ namespace rlock::detail {
 /// io_context after its threads have ended (client::shutdown(): the io_context is stopped)
 /// would never run, and whoever waits for it would wait for ever: it runs on Asio's system
 /// executor instead. Any other executor is the user's, and its own rules apply.
-template <class Executor, class F>
-void dispatch_handler(const Executor& ex, const asio::io_context::executor_type& own, F&& f) {
+/// `work` (the handler's work guard on `ex`) is released once `f` is handed over; in the first
+/// case before, as nothing runs on that io_context any more: once `f` has run, its caller may
+/// destroy the client, and with it the io_context the guard refers to.
+template <class Executor, class Work, class F>
+void dispatch_handler(const Executor& ex, const asio::io_context::executor_type& own, Work& work,
+                      F&& f) {
   if constexpr (std::is_same_v<Executor, asio::io_context::executor_type>) {
     if (ex == own && own.context().stopped()) {
+      work.reset();
       asio::post(asio::system_executor(), std::forward<F>(f));
       return;
     }
   }
   asio::dispatch(ex, std::forward<F>(f));
+  work.reset();
 }
 
 }  // namespace rlock::detail
