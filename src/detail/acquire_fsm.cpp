@@ -74,6 +74,13 @@ acquire_fsm::action acquire_fsm::on_turn(time_point now, std::optional<time_poin
 
 acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
   if (state_ != state::attempting) return {};
+  if (handed_pending_) {
+    // Held through the hand-off, once: the attempt either ran first (queued) or found the lock
+    // already handed to this owner (the count-checked script does not count it twice). An
+    // error here is that attempt's own, after every resend: it changes nothing that is held.
+    if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);
+    return finish({}, true);
+  }
   if (r.ec) {
     // The outcome may be unknown (timeout): the driver releases defensively when asked to.
     // A re-try cut off by the caller's deadline after the server has already answered that
@@ -148,6 +155,10 @@ acquire_fsm::action acquire_fsm::on_timer(time_point now) {
 
 acquire_fsm::action acquire_fsm::on_handed(time_point /*now*/) {
   if (state_ == state::done || state_ == state::idle) return {};
+  if (state_ == state::attempting) {
+    handed_pending_ = true;
+    return {};
+  }
   if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);
   return finish({}, true);
 }

@@ -91,7 +91,10 @@ class acquire_fsm {
   /// The wait or queue timer fired.
   action on_timer(time_point now);
   /// The previous holder handed the lock to this waiter (queued hand-off): it holds the lock
-  /// without running a script.
+  /// without running a script. While an attempt is in flight the acquire completes with that
+  /// attempt's reply, whatever it says (it ran before the hand-off, or after it and found the
+  /// lock already this owner's): finishing earlier would let a resend of that attempt land
+  /// after the owner's unlock and take the lock again for nobody.
   action on_handed(time_point now);
   action on_stop(time_point now);
 
@@ -116,6 +119,7 @@ class acquire_fsm {
   channels needed_ = channels::all;
   bool woken_during_attempt_ = false;
   bool stop_pending_ = false;
+  bool handed_pending_ = false;  // handed the lock while an attempt was in flight
   bool turn_pending_ = false;  // on_turn came before start()
   long long last_ttl_ = -1;
   bool answered_ = false;  // an attempt's reply said the lock is held by another

@@ -74,6 +74,13 @@ struct lock_service::op : std::enable_shared_from_this<op> {
   // Queued mode: the last enqueue's send time and the server time its reply carried, to turn a
   // hand-off's server time into a local lower bound of when the lease started.
   std::atomic<bool> enqueued{false};
+  // Unique within the client: sent with the enqueue, stored with the queue entry and carried by
+  // the hand-off message, which is accepted only by the acquire with this token.
+  std::string token;
+  // Send time of the first attempt: no hand-off to this acquire can precede it.
+  clock::time_point first_sent_at;
+  // The latest confirmation that the waiter was still queued (an enqueue's or a refresh's
+  // reply): the local send time of that request and the server time it carried.
   clock::time_point enqueue_sent_at;
   long long enqueue_server_ms = -1;
   std::optional<clock::time_point> lease_from;
@@ -142,6 +149,7 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
   o->channel = lock_channel(o->req.raw_name);
   o->renew = !o->req.lease.has_value();
   o->lease = o->req.lease.value_or(core_->cfg().lock_watchdog_timeout);
+  o->token = std::to_string(next_token_.fetch_add(1, std::memory_order_relaxed) + 1);
 
   {
     std::lock_guard lk(mu_);
@@ -295,6 +303,7 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   opts.idempotent = true;
   opts.completes_on_caller = o->req.completes_on_caller;
   o->sent_at = clock::now();
+  if (o->first_sent_at == clock::time_point{}) o->first_sent_at = o->sent_at;
   auto on_reply = [self = shared_from_this(), o](exec_result res) {
     long long server_ms = -1;
     const acquire_fsm::reply r = decode_acquire(res, server_ms);
@@ -329,7 +338,7 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
         o->req.single_attempt ? "0" : std::to_string(core_->cfg().lock_queue_liveness.count());
     if (!o->req.single_attempt) o->enqueued = true;
     const std::string_view keys[] = {o->req.raw_name, qn.queue, qn.live, qn.handoff};
-    const std::string_view args[] = {lease, o->owner, prior, liveness, "publish"};
+    const std::string_view args[] = {lease, o->owner, prior, liveness, "publish", o->token};
     lk.unlock();
     core_->eval(lock_acquire_queued_script(), keys, args, opts, std::move(on_reply));
     return;
@@ -507,15 +516,20 @@ void lock_service::on_message(const std::string& raw_name, bool resubscribed) {
 }
 
 void lock_service::on_handoff(const std::string& raw_name, std::string_view payload) {
-  // "<owner field> <server ms> <1 if a '0' on the Redisson channel follows, else 0>"
+  // "<owner field> <server ms> <1 if a '0' on the Redisson channel follows, else 0> <token>"
   const auto sp1 = payload.find(' ');
   const auto sp2 = payload.find(' ', sp1 == std::string_view::npos ? sp1 : sp1 + 1);
-  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) return;
+  const auto sp3 = payload.find(' ', sp2 == std::string_view::npos ? sp2 : sp2 + 1);
+  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
+      sp3 == std::string_view::npos) {
+    return;
+  }
   const std::string_view owner = payload.substr(0, sp1);
   const std::string_view ms_text = payload.substr(sp1 + 1, sp2 - sp1 - 1);
   long long server_ms = -1;
   std::from_chars(ms_text.data(), ms_text.data() + ms_text.size(), server_ms);
-  const bool zero_follows = payload.substr(sp2 + 1) == "1";
+  const bool zero_follows = payload.substr(sp2 + 1, sp3 - sp2 - 1) == "1";
+  const std::string_view token = payload.substr(sp3 + 1);
   std::shared_ptr<op> target;
   {
     std::lock_guard lk(mu_);
@@ -529,8 +543,11 @@ void lock_service::on_handoff(const std::string& raw_name, std::string_view payl
     std::uint64_t owner_id = 0;
     const auto id_text = owner.substr(me.size() + 1);
     std::from_chars(id_text.data(), id_text.data() + id_text.size(), owner_id);
+    // Only the acquire that queued the entry: a late message for an earlier acquire of the
+    // same owner (which learned it held the lock another way, and has unlocked since) must not
+    // make a later one believe it holds a lock that is someone else's.
     for (auto& q : e.queue) {
-      if (q->req.owner_id == owner_id) {
+      if (q->req.owner_id == owner_id && q->token == token) {
         target = q;
         break;
       }
@@ -538,15 +555,16 @@ void lock_service::on_handoff(const std::string& raw_name, std::string_view payl
   }
   if (!target) return;
   step(target, [o = target.get(), server_ms](acquire_fsm& f) {
-    // The lease started at server time `server_ms`. The enqueue reply carried server time T
-    // for a request sent at local time S, so local(server_ms) >= S + (server_ms - T): a lower
-    // bound of the lease's start on our clock.
+    // The lease started at server time `server_ms`. The latest "still queued" reply carried
+    // server time T for a request sent at local time S, so local(server_ms) >= S +
+    // (server_ms - T): a lower bound of the lease's start on our clock. Without such a reply
+    // (the message came first) the first attempt's send time is one: it queued the entry.
     const auto now = clock::now();
     if (o->enqueue_server_ms >= 0 && server_ms >= o->enqueue_server_ms) {
       o->lease_from = std::min(
           now, o->enqueue_sent_at + std::chrono::milliseconds(server_ms - o->enqueue_server_ms));
     } else {
-      o->lease_from = o->enqueue_sent_at;
+      o->lease_from = o->first_sent_at;
     }
     return f.on_handed(now);
   });
@@ -585,23 +603,36 @@ void lock_service::refresh(const std::string& raw_name) {
   const std::string_view keys[] = {raw_name, qn.queue, qn.live, qn.handoff};
   exec_options opts;
   opts.idempotent = true;
-  opts.deadline = clock::now() + core_->cfg().lock_queue_liveness / 3;
+  const auto sent = clock::now();
+  opts.deadline = sent + core_->cfg().lock_queue_liveness / 3;
   core_->eval(lock_queue_refresh_script(), keys, args, opts,
-              [self = shared_from_this(), waiting](exec_result res) {
+              [self = shared_from_this(), waiting, sent](exec_result res) {
                 const auto outcome = decode_refresh(res, waiting.size());
                 if (!outcome) {
                   return;  // the next refresh tries again; entries live for the full liveness
                 }
+                // The answering attempt's send time (a resend's own).
+                const auto asked = res.sent_at != clock::time_point{} ? res.sent_at : sent;
                 for (std::size_t i = 0; i < waiting.size(); ++i) {
                   const int status = outcome->status[i];
                   auto& w = waiting[i];
                   if (status == 1) {
                     // Handed over, and the message did not arrive (yet): the lease started
-                    // after this waiter's last enqueue was sent.
+                    // after the latest request that found this waiter still queued was sent
+                    // (this refresh was sent before the hand-off only if it found it).
                     self->step(w, [o = w.get()](acquire_fsm& f) {
-                      o->lease_from = o->enqueue_sent_at;
+                      o->lease_from =
+                          o->enqueue_server_ms >= 0 ? o->enqueue_sent_at : o->first_sent_at;
                       return f.on_handed(clock::now());
                     });
+                  } else if (status == 2) {
+                    // Still queued at server time T for a request sent at `asked`: a later
+                    // hand-off's lease starts after it.
+                    std::lock_guard op_lk(w->mu);
+                    if (!w->finished && asked >= w->enqueue_sent_at) {
+                      w->enqueue_sent_at = asked;
+                      w->enqueue_server_ms = outcome->server_ms;
+                    }
                   } else if (status == 0) {
                     // Dropped as stale (this process was paused or cut off): queue again.
                     self->step(w, [](acquire_fsm& f) { return f.on_wake(clock::now()); });
@@ -927,29 +958,45 @@ void lock_service::force_unlock(const std::string& raw_name,
       queued ? std::span<const std::string_view>(keys_queued) : keys_plain;
   const std::string_view args[] = {"0", "publish"};
   exec_options opts;
-  opts.idempotent = true;
-  core_->eval(
-      queued ? lock_force_unlock_queued_script() : lock_force_unlock_script(), keys, args, opts,
-      [self = shared_from_this(), raw_name, error_detail, done = std::move(done)](exec_result res) {
-        std::error_code ec;
-        const bool existed = decode_force_unlock(res, ec).value_or(false);
-        if (ec && error_detail != nullptr) *error_detail = res.detail;
-        std::vector<std::stop_source> lost;
-        if (existed) {
-          // Local holders lost the lock: stop renewing and tell them now.
-          std::lock_guard lk(self->mu_);
-          auto it = self->entries_.find(raw_name);
-          if (it != self->entries_.end()) {
-            for (auto& [owner, h] : it->second.holds) {
-              if (h.watchdog_id != 0) self->watchdog_->remove(h.watchdog_id);
-              h.watchdog_id = 0;
-              lost.push_back(h.lost);
-            }
-          }
-        }
-        for (auto& s : lost) s.request_stop();
-        done(ec, existed);
-      });
+  // Never resent: a resend whose first copy ran (reply lost) would delete the lock the first
+  // copy just handed to the first waiter and hand it to the next one (two holders), or delete
+  // the lock of whoever took it in between. An unknown outcome is reported as such.
+  opts.idempotent = false;
+  // The local holds a forced unlock takes away: those that exist when it is sent. A hold made
+  // later (a waiter of this process handed the lock by this very script) keeps its lock.
+  std::vector<std::stop_source> victims;
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(raw_name);
+    if (it != entries_.end()) {
+      for (const auto& [owner, h] : it->second.holds) victims.push_back(h.lost);
+    }
+  }
+  core_->eval(queued ? lock_force_unlock_queued_script() : lock_force_unlock_script(), keys, args,
+              opts,
+              [self = shared_from_this(), raw_name, error_detail, victims = std::move(victims),
+               done = std::move(done)](exec_result res) {
+                std::error_code ec;
+                const bool existed = decode_force_unlock(res, ec).value_or(false);
+                if (ec && error_detail != nullptr) *error_detail = res.detail;
+                std::vector<std::stop_source> lost;
+                if (existed) {
+                  // Local holders lost the lock: stop renewing and tell them now.
+                  std::lock_guard lk(self->mu_);
+                  auto it = self->entries_.find(raw_name);
+                  if (it != self->entries_.end()) {
+                    for (auto& [owner, h] : it->second.holds) {
+                      if (std::find(victims.begin(), victims.end(), h.lost) == victims.end())
+                        continue;
+                      if (h.watchdog_id != 0) self->watchdog_->remove(h.watchdog_id);
+                      h.watchdog_id = 0;
+                      lost.push_back(h.lost);
+                    }
+                  }
+                }
+                for (auto& s : lost) s.request_stop();
+                done(ec, existed);
+              });
 }
 
 }  // namespace rlock::detail

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -138,6 +139,7 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   std::map<std::pair<std::string, std::uint64_t>, int> undo_in_flight_;
   std::map<std::pair<std::string, std::uint64_t>, std::vector<std::shared_ptr<op>>> after_undo_;
   bool closed_ = false;
+  std::atomic<std::uint64_t> next_token_{0};  // acquire tokens (op::token)
 };
 
 }  // namespace rlock::detail

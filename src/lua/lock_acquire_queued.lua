@@ -12,6 +12,9 @@
 --          reply was lost, or a hand-off from the previous holder. It is not applied twice.
 -- ARGV[4]  liveness in ms of the queue entry without a refresh; "0": one attempt, no queueing
 -- ARGV[5]  publish command: "publish" or "spublish"
+-- ARGV[6]  this acquire's token (letters and digits, unique within its client): stored with
+--          the queue entry and sent back in the hand-off message, so that a late message is not
+--          taken for a later acquire of the same owner
 -- Returns  nil when the owner holds the lock (acquired now, re-entered, or handed over);
 --          otherwise {PTTL of the lock (-1: no TTL), server time in ms, 1 if the holder hands
 --          the lock over through the queue when it unlocks (an rlock client with the queue on:
@@ -19,7 +22,7 @@
 -- A free lock goes to the first live waiter in the queue, not to whoever asks first; waiters
 -- whose deadline has passed (crashed) are dropped as they reach the head. When a free lock is
 -- found with another live waiter at the head, that waiter is made the owner and told on its
--- process's hand-off channel with the payload "<owner> <server ms> 0".
+-- process's hand-off channel with the payload "<owner> <server ms> 0 <its token>".
 -- The uncontended case first: a free lock without a queue is taken before the queue's helpers
 -- are even defined (one read, EXISTS of both keys, and two writes).
 if redis.call('exists', KEYS[1], KEYS[2]) == 0 then
@@ -46,9 +49,9 @@ if held > 0 then
   return nil
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  local head, lease
+  local head, lease, token
   if queued then
-    head, lease = live_head(KEYS[2], KEYS[3])
+    head, lease, token = live_head(KEYS[2], KEYS[3])
   end
   if head == nil or head == ARGV[2] then
     if queued then
@@ -59,7 +62,7 @@ if redis.call('exists', KEYS[1]) == 0 then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
   end
-  hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, ARGV[5], KEYS[4], '0')
+  hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, token, ARGV[5], KEYS[4], '0')
 end
 if ARGV[4] ~= '0' then
   if redis.call('zscore', KEYS[2], ARGV[2]) == false then
@@ -70,9 +73,11 @@ if ARGV[4] ~= '0' then
     end
     redis.call('zadd', KEYS[2], n, ARGV[2])
   end
-  redis.call('hset', KEYS[3], ARGV[2], (now() + tonumber(ARGV[4])) .. ':' .. ARGV[1])
-  -- Queue keys expire when nobody refreshes them any more (every waiter crashed).
-  redis.call('pexpire', KEYS[2], tonumber(ARGV[4]) * 2)
-  redis.call('pexpire', KEYS[3], tonumber(ARGV[4]) * 2)
+  redis.call('hset', KEYS[3], ARGV[2],
+    (now() + tonumber(ARGV[4])) .. ':' .. ARGV[1] .. ':' .. ARGV[6])
+  -- Queue keys expire when nobody refreshes them any more (every waiter crashed); never sooner
+  -- than another waiter's longer liveness asked for.
+  extend(KEYS[2], tonumber(ARGV[4]) * 2)
+  extend(KEYS[3], tonumber(ARGV[4]) * 2)
 end
 return {redis.call('pttl', KEYS[1]), now(), holder_hands_off(KEYS[1])}

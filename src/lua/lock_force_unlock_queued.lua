@@ -10,15 +10,15 @@
 -- Returns  1 when a lock existed (and the message was published), 0 otherwise.
 -- Queued waiters behind an rlock holder listen only on their process's hand-off channel, so a
 -- forced unlock hands over like an unlock does: the first live waiter is made owner (with its
--- own lease) and told with "<owner> <server ms> 1", then "0" is published.
+-- own lease) and told with "<owner> <server ms> 1 <its token>", then "0" is published.
 --!include queue_prelude.lua
 if redis.call('del', KEYS[1]) == 0 then
   return 0
 end
 if redis.call('exists', KEYS[3]) == 1 then
-  local head, lease = live_head(KEYS[3], KEYS[4])
+  local head, lease, token = live_head(KEYS[3], KEYS[4])
   if head then
-    hand_over(KEYS[1], KEYS[3], KEYS[4], head, lease, ARGV[2], KEYS[5], '1')
+    hand_over(KEYS[1], KEYS[3], KEYS[4], head, lease, token, ARGV[2], KEYS[5], '1')
     tidy(KEYS[3], KEYS[4])
   end
 end

@@ -15,15 +15,16 @@
 
 for i = 3, #ARGV do
   if redis.call('zscore', KEYS[2], ARGV[i]) then
+    -- The entry's "<lease>:<token>" is kept; only its deadline moves.
     local v = redis.call('hget', KEYS[3], ARGV[i])
-    local lease = v and string.match(v, ':(%d+)$') or '30000'
-    redis.call('hset', KEYS[3], ARGV[i], (now() + tonumber(ARGV[1])) .. ':' .. lease)
+    local rest = v and string.match(v, '^%d+:(%d+:?%w*)$') or '30000:'
+    redis.call('hset', KEYS[3], ARGV[i], (now() + tonumber(ARGV[1])) .. ':' .. rest)
   end
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  local head, lease = live_head(KEYS[2], KEYS[3])
+  local head, lease, token = live_head(KEYS[2], KEYS[3])
   if head then
-    hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, ARGV[2], KEYS[4], '0')
+    hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, token, ARGV[2], KEYS[4], '0')
   end
 end
 local result = {now()}
@@ -37,7 +38,7 @@ for i = 3, #ARGV do
   end
 end
 if tidy(KEYS[2], KEYS[3]) then
-  redis.call('pexpire', KEYS[2], tonumber(ARGV[1]) * 2)
-  redis.call('pexpire', KEYS[3], tonumber(ARGV[1]) * 2)
+  extend(KEYS[2], tonumber(ARGV[1]) * 2)
+  extend(KEYS[3], tonumber(ARGV[1]) * 2)
 end
 return result

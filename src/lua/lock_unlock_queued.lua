@@ -19,7 +19,7 @@
 -- Returns  1: released (handed over, or deleted); 0: still held; nil: not held by the owner.
 --          The owner's queue entry, if any, is removed in every case.
 -- On the final release the lock goes to the first live waiter (made owner with its own lease,
--- told on its process's channel "<KEYS[6]>:<client uuid>" with "<owner> <server ms> 1", the 1
+-- told on its process's channel "<KEYS[6]>:<client uuid>" with "<owner> <server ms> 1 <its token>", the 1
 -- saying that a "0" on the Redisson channel follows), or is deleted. "0" is published on the
 -- Redisson channel either way, after the hand-off message, so Java waiters behave as before.
 local spent_deleted = false
@@ -54,12 +54,12 @@ local function run()
   -- The lock and the spent latches go in one DEL.
   redis.call('del', KEYS[1], unpack(KEYS, 7))
   spent_deleted = true
-  local head, lease
+  local head, lease, token
   if queued then
-    head, lease = live_head(KEYS[4], KEYS[5])
+    head, lease, token = live_head(KEYS[4], KEYS[5])
   end
   if head then
-    hand_over(KEYS[1], KEYS[4], KEYS[5], head, lease, ARGV[4], KEYS[6], '1')
+    hand_over(KEYS[1], KEYS[4], KEYS[5], head, lease, token, ARGV[4], KEYS[6], '1')
     tidy(KEYS[4], KEYS[5])
   end
   redis.call(ARGV[4], KEYS[2], ARGV[1])

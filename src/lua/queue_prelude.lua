@@ -1,9 +1,11 @@
 -- queue_prelude: helpers of the queued scripts, included where a script says
 -- `--!include queue_prelude.lua` (cmake/embed_lua.cmake). A queue is two keys in the lock's
 -- slot: q, a zset of owner field -> arrival number, and live, a hash of owner field ->
--- "<deadline ms>:<lease ms>" with the deadline on the server's clock. Hand-off messages go to
--- the recipient's process only: "<hand-off prefix>:<client uuid>", so that the other waiting
--- processes are not woken.
+-- "<deadline ms>:<lease ms>:<token>" with the deadline on the server's clock and the token of
+-- the acquire that queued it (an id unique within its client). Hand-off messages go to the
+-- recipient's process only: "<hand-off prefix>:<client uuid>", so that the other waiting
+-- processes are not woken; they carry the token, so that a late message cannot be taken for a
+-- later acquire of the same owner.
 local now_ms
 -- The server's time in ms, read once per script run, and only if needed.
 local function now()
@@ -30,8 +32,8 @@ local function tidy(q, live)
   end
   return true
 end
--- The first waiter whose deadline has not passed, and its lease; stale entries on the way are
--- dropped. nil when there is none.
+-- The first waiter whose deadline has not passed, its lease and its token; stale entries on
+-- the way are dropped. nil when there is none.
 local function live_head(q, live)
   while true do
     local head = redis.call('zrange', q, 0, 0)[1]
@@ -40,20 +42,22 @@ local function live_head(q, live)
     end
     local v = redis.call('hget', live, head)
     if v then
-      local deadline, lease = string.match(v, '^(%d+):(%d+)$')
-      if tonumber(deadline) > now() then
-        return head, lease
+      local deadline, lease, token = string.match(v, '^(%d+):(%d+):?(%w*)$')
+      if deadline and tonumber(deadline) > now() then
+        return head, lease, token
       end
     end
     leave(q, live, head)
   end
 end
 -- Tells `who` that it now holds the lock, on its own process's hand-off channel
--- "<prefix>:<client uuid>" (the owner field up to its last ':'). `zero_follows`: "1" when a "0"
--- on the Redisson channel follows in the same script, else "0".
-local function tell(pub, prefix, who, zero_follows)
+-- "<prefix>:<client uuid>" (the owner field up to its last ':'), with the payload
+-- "<who> <server ms> <zero_follows> <token>". `zero_follows`: "1" when a "0" on the Redisson
+-- channel follows in the same script, else "0"; `token`: the one of the acquire that queued it.
+local function tell(pub, prefix, who, zero_follows, token)
   local process = string.match(who, '^(.*):')
-  redis.call(pub, prefix .. ':' .. process, who .. ' ' .. now() .. ' ' .. zero_follows)
+  redis.call(pub, prefix .. ':' .. process,
+    who .. ' ' .. now() .. ' ' .. zero_follows .. ' ' .. (token or ''))
 end
 -- 1 when the lock's holder hands it over through the queue when it unlocks: an rlock client
 -- with the queue on, whose client uuid is an RFC 9562 version-8 UUID (Redisson's are version 4,
@@ -68,9 +72,17 @@ local function holder_hands_off(lock)
 end
 -- Makes `who` (a live waiter) the owner of the free lock with its own lease, takes it off the
 -- queue and tells it (see tell). The caller tidies the queue.
-local function hand_over(lock, q, live, who, lease, pub, prefix, zero_follows)
+local function hand_over(lock, q, live, who, lease, token, pub, prefix, zero_follows)
   redis.call('hset', lock, who, 1)
   redis.call('pexpire', lock, lease)
   leave(q, live, who)
-  tell(pub, prefix, who, zero_follows)
+  tell(pub, prefix, who, zero_follows, token)
+end
+-- Sets `key`'s TTL to `ms` unless it already has a longer one: waiters of clients configured
+-- with a longer liveness keep their queue.
+local function extend(key, ms)
+  local ttl = redis.call('pttl', key)
+  if ttl == -1 or (ttl >= 0 and ttl < ms) then
+    redis.call('pexpire', key, ms)
+  end
 end

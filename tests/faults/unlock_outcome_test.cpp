@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
 #include <rlock/client.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "faults/fault_proxy.hpp"
 #include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
+#include "support/wait.hpp"
 
 namespace rlock::faults {
 namespace {
@@ -89,6 +91,55 @@ TEST(fault_unlock_outcome, a_resent_unlock_is_answered_by_its_latch_which_keeps_
   ASSERT_TRUE(std::find(after.begin(), after.end(), resent[0]) != after.end());
   EXPECT_GT(server.cli_reply({"PTTL", resent[0]}).integer, 0);
   EXPECT_EQ(server.cli({"GET", resent[0]}), "1");
+}
+
+// A forced unlock is not resent when its reply is lost: with queued waiters its script hands the
+// lock to the first one, and a resend would take it from that waiter and hand it to the next
+// (two processes in the critical section). The operator learns that the outcome is unknown.
+TEST(fault_unlock_outcome, a_forced_unlock_whose_reply_is_lost_is_not_resent) {
+  test::redis_server server;
+  client holder(test::fast_config(server.url()));
+  client w1(test::fast_config(server.url()));
+  client w2(test::fast_config(server.url()));
+  holder.get_lock("forced").lock();
+  const auto queued = [&server] {
+    return server.cli_reply({"ZCARD", "rlock_queue:{forced}"}).integer;
+  };
+  std::promise<std::error_code> got1;
+  std::promise<std::error_code> got2;
+  rlock::lock l1 = w1.get_lock("forced");
+  rlock::lock l2 = w2.get_lock("forced");
+  l1.async_lock(1, [&got1](std::error_code ec) { got1.set_value(ec); });
+  ASSERT_TRUE(test::wait_until([&] { return queued() == 1; }, 10s));
+  l2.async_lock(2, [&got2](std::error_code ec) { got2.set_value(ec); });
+  ASSERT_TRUE(test::wait_until([&] { return queued() == 2; }, 10s));
+
+  fault_proxy proxy(server.port());
+  client op(proxied_config(proxy));
+  rlock::lock forced = op.get_lock("forced");
+  EXPECT_FALSE(op.get_lock("other").force_unlock());  // loads the script: no NOSCRIPT below
+  proxy.set_mode(proxy_mode::drop_one_reply);
+  std::error_code ec;
+  try {
+    forced.force_unlock();
+  } catch (const error& e) {
+    ec = e.code();
+  }
+  EXPECT_EQ(proxy.stats().replies_dropped, 1u);
+  EXPECT_TRUE(ec == errc::timeout || ec == errc::connection_lost) << ec.message();
+
+  // The first waiter got the lock, once; the second still waits behind it.
+  auto f1 = got1.get_future();
+  ASSERT_EQ(f1.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(f1.get());
+  const auto fields = server.cli_reply({"HGETALL", "forced"}).as_map();
+  ASSERT_EQ(fields.size(), 1u);
+  EXPECT_EQ(fields.begin()->first, w1.id() + ":1");
+  EXPECT_EQ(queued(), 1);
+  auto f2 = got2.get_future();
+  l1.async_unlock(1, [](std::error_code) {});
+  ASSERT_EQ(f2.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(f2.get());
 }
 
 }  // namespace

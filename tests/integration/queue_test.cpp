@@ -236,6 +236,78 @@ TEST(queue, waiters_behind_queued_holders_are_told_on_their_own_process_channel_
   EXPECT_FALSE(spy.read(200ms).has_value()) << "no other hand-off message";
 }
 
+// A hand-off message names the acquire it was published for (its token). A late message for an
+// earlier acquire of the same owner, which learned it held the lock another way and has unlocked
+// since, must not make a later acquire believe it holds a lock that is someone else's.
+TEST(queue, a_hand_off_message_for_another_acquire_of_the_owner_is_ignored) {
+  redis_server server;
+  client holder(config_for(server));
+  auto lh = holder.get_lock("stale");
+  lh.lock();
+  client w(config_for(server));
+  auto lw = w.get_lock("stale");
+  std::promise<std::error_code> got;
+  lw.async_lock(7, [&got](std::error_code ec) { got.set_value(ec); });
+  const std::string channel = "rlock_handoff:{stale}:" + w.id();
+  ASSERT_TRUE(wait_until(
+      [&] { return zcard(server, "rlock_queue:{stale}") == 1 && numsub_of(server, channel) == 1; },
+      10s));
+  const std::string owner = w.id() + ":7";
+  server.cli({"PUBLISH", channel, owner + " 1 0 999999"});  // another acquire's token
+  server.cli({"PUBLISH", channel, owner + " 1 0"});         // no token at all
+  auto f = got.get_future();
+  EXPECT_EQ(f.wait_for(1s), std::future_status::timeout) << "took a message for another acquire";
+  EXPECT_EQ(server.cli_reply({"HGETALL", "stale"})
+                .as_map()
+                .count(holder.id() + ":" + std::to_string(this_thread_owner_id())),
+            1u);
+  lh.unlock();  // the real hand-off, with the waiter's token
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(f.get());
+  const auto fields = server.cli_reply({"HGETALL", "stale"}).as_map();
+  ASSERT_EQ(fields.size(), 1u);
+  EXPECT_EQ(fields.begin()->first, owner);
+  std::promise<std::error_code> released;
+  lw.async_unlock(7, [&released](std::error_code ec) { released.set_value(ec); });
+  EXPECT_FALSE(released.get_future().get());
+}
+
+// The queue keys' TTL only ever grows: a client configured with a shorter liveness must not
+// shorten it for the waiters of one with a longer liveness (their entries would vanish).
+TEST(queue, a_shorter_liveness_does_not_shorten_the_queue_of_longer_lived_waiters) {
+  redis_server server;
+  client holder(config_for(server));
+  auto lh = holder.get_lock("mixed-live");
+  lh.lock();
+  config long_cfg = config_for(server);
+  long_cfg.lock_queue_liveness = 60s;
+  client patient(long_cfg);
+  config short_cfg = config_for(server);
+  short_cfg.lock_queue_liveness = 300ms;
+  client hasty(short_cfg);
+  auto lp = patient.get_lock("mixed-live");
+  auto lq = hasty.get_lock("mixed-live");
+  std::promise<std::error_code> p1;
+  std::promise<bool> p2;
+  lp.async_lock(1, [&p1](std::error_code ec) { p1.set_value(ec); });
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{mixed-live}") == 1; }, 10s));
+  acquire_options once;
+  once.wait = 100ms;
+  lq.async_acquire(2, once, [&p2](std::error_code, bool acquired) { p2.set_value(acquired); });
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{mixed-live}") == 2; }, 10s));
+  for (const char* key : {"rlock_queue:{mixed-live}", "rlock_queue_live:{mixed-live}"}) {
+    EXPECT_GT(server.cli_reply({"PTTL", key}).integer, 60000) << key;
+  }
+  EXPECT_FALSE(p2.get_future().get());
+  lh.unlock();
+  auto f1 = p1.get_future();
+  ASSERT_EQ(f1.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(f1.get());
+  std::promise<std::error_code> released;
+  lp.async_unlock(1, [&released](std::error_code ec) { released.set_value(ec); });
+  EXPECT_FALSE(released.get_future().get());
+}
+
 TEST(queue, a_waiter_behind_a_holder_that_does_not_hand_over_hears_its_unlock) {
   redis_server server;
   // A Java Redisson peer's hold (a version-4 client uuid), written with raw commands: its

@@ -337,6 +337,43 @@ TEST(acquire_fsm, behind_a_queued_holder_only_the_handoff_channel_is_needed) {
   EXPECT_EQ(f.attempts(), 2);
 }
 
+// A hand-off while an attempt is in flight completes with that attempt's reply: finishing at
+// once would let a resend of the attempt land after the owner's unlock and take the lock again.
+TEST(acquire_fsm, a_hand_off_during_an_attempt_completes_with_the_attempts_reply) {
+  auto f = make();
+  f.start(t0, true, none);
+  auto a = f.on_reply(t0 + 1ms, held_by_queued_holder(5000));
+  ASSERT_EQ(a.kind, kind::subscribe);
+  a = f.on_subscribed(t0 + 2ms, {}, handoff);
+  ASSERT_EQ(a.kind, kind::send_acquire);
+  EXPECT_EQ(f.on_handed(t0 + 3ms).kind, kind::none) << "the re-check is still in flight";
+  EXPECT_FALSE(f.finished());
+  a = f.on_reply(t0 + 4ms, held_by_queued_holder(4990));  // it ran before the hand-off
+  ASSERT_EQ(a.kind, kind::done);
+  EXPECT_TRUE(a.acquired);
+  EXPECT_FALSE(a.release);
+  EXPECT_FALSE(a.ec);
+
+  // Its reply an error (after every resend): still held through the hand-off.
+  auto g = make();
+  g.start(t0, true, handoff);
+  g.on_handed(t0 + 1ms);
+  a = g.on_reply(t0 + 2ms, failed(errc::timeout));
+  ASSERT_EQ(a.kind, kind::done);
+  EXPECT_TRUE(a.acquired);
+  EXPECT_FALSE(a.ec);
+
+  // A stop request meanwhile: handed, so released again.
+  auto h = make();
+  h.start(t0, true, handoff);
+  h.on_handed(t0 + 1ms);
+  h.on_stop(t0 + 2ms);
+  a = h.on_reply(t0 + 3ms, acquired());
+  ASSERT_EQ(a.kind, kind::done);
+  EXPECT_EQ(a.ec, errc::stopped);
+  EXPECT_TRUE(a.release);
+}
+
 TEST(acquire_fsm, a_holder_that_does_not_hand_over_needs_the_redisson_channel_too) {
   auto f = make();
   f.start(t0, true, handoff);
