@@ -154,13 +154,27 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
   {
     std::lock_guard lk(mu_);
     const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
-    if (!closed_ && undo_in_flight_.count(key) != 0) {
-      after_undo_[key].push_back(o);  // started when this owner's clean-up has landed
+    if (!closed_ && (undo_in_flight_.count(key) != 0 || acquiring_.count(key) != 0)) {
+      // Started when this owner's clean-up has landed and its acquire in flight has ended.
+      after_undo_[key].push_back(o);
       park_locked(o);
       return;
     }
+    acquiring_.insert(key);
   }
   start(o);
+}
+
+std::shared_ptr<lock_service::op> lock_service::next_parked_locked(
+    const std::pair<std::string, std::uint64_t>& key) {
+  if (closed_ || undo_in_flight_.count(key) != 0 || acquiring_.count(key) != 0) return nullptr;
+  auto w = after_undo_.find(key);
+  if (w == after_undo_.end()) return nullptr;
+  std::shared_ptr<op> next = w->second.front();
+  w->second.erase(w->second.begin());
+  if (w->second.empty()) after_undo_.erase(w);
+  acquiring_.insert(key);
+  return next;
 }
 
 void lock_service::park_locked(const std::shared_ptr<op>& o) {
@@ -673,10 +687,14 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   const bool may_hold = stale || lost_reentry || (a.release && (a.acquired || o->last_written));
   if (may_hold || (!keep && o->enqueued)) release_or_leave(o);
   std::shared_ptr<op> next;
+  std::shared_ptr<op> same_owner_next;  // a parked acquire of this owner, free to start now
   std::optional<clock::time_point> held_until;
   channels next_subscribed = channels::none;
   {
     std::lock_guard svc_lk(mu_);
+    const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
+    acquiring_.erase(key);
+    same_owner_next = next_parked_locked(key);  // after this op's count is in `holds`, below
     entry& e = entries_[o->req.raw_name];
     if (keep) {
       hold& h = e.holds[o->req.owner_id];
@@ -707,6 +725,10 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
       return f.on_turn(clock::now(), held_until, next_subscribed);
     });
   }
+  if (same_owner_next) {
+    same_owner_next->timer.cancel();  // the parking deadline; the state machine arms its own
+    start(same_owner_next);
+  }
   auto done = std::move(o->done);
   if ((stale || lost_reentry) && !o->req.single_attempt && clock::now() < o->req.deadline &&
       !o->req.stop.stop_requested()) {
@@ -733,22 +755,18 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
     ++undo_in_flight_[key];
   }
   auto landed = [self = shared_from_this(), key](exec_result) {
-    std::vector<std::shared_ptr<op>> ready;
+    std::shared_ptr<op> ready;
     {
       std::lock_guard lk(self->mu_);
       auto it = self->undo_in_flight_.find(key);
       if (it != self->undo_in_flight_.end() && --it->second <= 0) {
         self->undo_in_flight_.erase(it);
-        auto w = self->after_undo_.find(key);
-        if (w != self->after_undo_.end()) {
-          ready.swap(w->second);
-          self->after_undo_.erase(w);
-        }
+        ready = self->next_parked_locked(key);
       }
     }
-    for (auto& r : ready) {
-      r->timer.cancel();  // the parking deadline; the state machine arms its own
-      self->start(r);
+    if (ready) {
+      ready->timer.cancel();  // the parking deadline; the state machine arms its own
+      self->start(ready);
     }
   };
   send_unlock(o->req.raw_name, o->channel, o->owner, o->lease, std::to_string(o->prior_count + 1),

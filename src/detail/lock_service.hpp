@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -126,6 +127,9 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// (errc::timeout) or on a stop request (errc::stopped) without being started.
   void park_locked(const std::shared_ptr<op>& o);
   void unpark(const std::shared_ptr<op>& o, errc why);
+  /// The next parked acquire of (name, owner) to start, now that nothing of that owner is in
+  /// flight (no undo, no acquire), marked as acquiring; nullptr if none may start yet.
+  std::shared_ptr<op> next_parked_locked(const std::pair<std::string, std::uint64_t>& key);
   void on_lost(const std::string& raw_name, std::uint64_t owner_id, std::uint64_t wd_id);
 
   std::shared_ptr<core> core_;
@@ -138,6 +142,11 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   // them: a later acquire must not be undone by an earlier acquire's clean-up.
   std::map<std::pair<std::string, std::uint64_t>, int> undo_in_flight_;
   std::map<std::pair<std::string, std::uint64_t>, std::vector<std::shared_ptr<op>>> after_undo_;
+  // (name, owner) pairs with an acquire in flight. One at a time per owner: the scripts' count
+  // check (ARGV[3]: the owner's count before this acquire) takes a second concurrent acquire
+  // of the same owner for a resend of the first, so both would be granted one server hold.
+  // A later one waits in after_undo_ like behind an undo.
+  std::set<std::pair<std::string, std::uint64_t>> acquiring_;
   bool closed_ = false;
   std::atomic<std::uint64_t> next_token_{0};  // acquire tokens (op::token)
 };

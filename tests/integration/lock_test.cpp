@@ -58,6 +58,36 @@ TEST(lock, reentrant_hold_count_and_ttl_reset) {
 // the server has already let go. Before the fix: (1) lock(); lock(1500ms) let the key expire
 // after 1.5 s while valid_until() still promised ~28 s and no loss was reported; (2)
 // lock(1500ms); lock() was never renewed.
+// Two acquires of one owner in flight at once (async API, explicit owner) are two holds on the
+// server too: the second starts once the first has ended. Before, the second one's script took
+// the first's hold for its own resend (count 1 + prior 0) and both were granted one server hold,
+// so the owner's first unlock freed the lock under its second "holder", which was never told.
+TEST(lock, concurrent_acquires_of_one_owner_count_twice_on_the_server) {
+  for (const bool queue : {true, false}) {
+    redis_server server;
+    config cfg = config_for(server);
+    cfg.lock_queue = queue;
+    client c(cfg);
+    auto l = c.get_lock("twice");
+    std::promise<std::error_code> a;
+    std::promise<std::error_code> b;
+    l.async_lock(7, [&a](std::error_code ec) { a.set_value(ec); });
+    l.async_lock(7, [&b](std::error_code ec) { b.set_value(ec); });
+    EXPECT_FALSE(a.get_future().get());
+    EXPECT_FALSE(b.get_future().get());
+    EXPECT_EQ(server.cli({"HGET", "twice", c.id() + ":7"}), "2") << "queue " << queue;
+    EXPECT_EQ(l.async_hold_count(7, asio::use_future).get(), 2);
+    std::promise<std::error_code> u;
+    l.async_unlock(7, [&u](std::error_code ec) { u.set_value(ec); });
+    EXPECT_FALSE(u.get_future().get());
+    EXPECT_EQ(server.cli({"HGET", "twice", c.id() + ":7"}), "1") << "still held once";
+    std::promise<std::error_code> v;
+    l.async_unlock(7, [&v](std::error_code ec) { v.set_value(ec); });
+    EXPECT_FALSE(v.get_future().get());
+    EXPECT_EQ(server.cli({"EXISTS", "twice"}), "0");
+  }
+}
+
 TEST(lock, re_entry_with_another_lease_keeps_the_watchdog_and_valid_until_true) {
   redis_server server;
   config cfg = config_for(server);
