@@ -120,7 +120,7 @@ class acquire_fsm {
   bool woken_during_attempt_ = false;
   bool stop_pending_ = false;
   bool handed_pending_ = false;  // handed the lock while an attempt was in flight
-  bool turn_pending_ = false;  // on_turn came before start()
+  bool turn_pending_ = false;    // on_turn came before start()
   long long last_ttl_ = -1;
   bool answered_ = false;  // an attempt's reply said the lock is held by another
   int attempts_ = 0;

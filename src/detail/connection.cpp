@@ -403,6 +403,14 @@ void connection::on_read(std::uint64_t gen, std::error_code ec, std::size_t n) {
 }
 
 void connection::handle_reply(reply r, completions& out) {
+  if (opts_.pubsub && r.is_error() && handlers_.on_push) {
+    // In subscribed mode an error is the answer to a SUBSCRIBE or UNSUBSCRIBE (they get pushes,
+    // not replies, and are not awaited), typically NOPERM for a channel the ACL user may not
+    // use. Taken for a reply, it found nobody awaiting it (or took a PING's place) and dropped
+    // the connection as out of step: the resubscription was refused again, over and over.
+    handlers_.on_push(std::move(r));
+    return;
+  }
   if (opts_.pubsub && r.is_array() && r.size() >= 2 && r[0].is_string()) {
     const std::string_view kind = r[0].str();
     if (kind == "message" || kind == "smessage" || kind == "subscribe" || kind == "unsubscribe" ||

@@ -1,6 +1,7 @@
 #include "detail/subscriber.hpp"
 
 #include "detail/closed_completion.hpp"
+#include "detail/exec_result.hpp"
 
 namespace rlock::detail {
 namespace {
@@ -76,8 +77,12 @@ void subscriber::async_subscribe(channel_kind kind, std::string channel, pubsub_
         if (!self) return;
         subscribe_callback cb;
         std::vector<std::function<void()>> more;
+        std::error_code why = make_error_code(errc::subscription_timeout);
         {
           std::lock_guard lk2(self->mu_);
+          if (!self->refused_.empty()) {
+            why = make_error_code(classify_server_error(self->refused_, false));
+          }
           auto it = self->pending_.find(id);
           if (it == self->pending_.end()) return;
           cb = std::move(it->second.done);
@@ -88,7 +93,7 @@ void subscriber::async_subscribe(channel_kind kind, std::string channel, pubsub_
           more = self->apply_locked(a2);
         }
         for (auto& f : more) f();
-        if (cb) cb(make_error_code(errc::subscription_timeout), id);
+        if (cb) cb(why, id);
       });
     }
     pending_[id] = std::move(p);
@@ -162,6 +167,14 @@ void subscriber::on_ready() {
 }
 
 void subscriber::on_push(const reply& r) {
+  if (r.is_error()) {
+    // A refused (un)subscribe: in place of its confirmation. The subscription stays pending
+    // and fails at its deadline with this error's code; the connection is kept, so the other
+    // channels on it are not dropped and resubscribed (a reconnect would only be refused again).
+    std::lock_guard lk(mu_);
+    refused_ = std::string(r.str());
+    return;
+  }
   const std::string_view kind = r[0].str();
   const std::string channel(r[1].str());
   const bool sharded = kind == "smessage" || kind == "ssubscribe" || kind == "sunsubscribe";

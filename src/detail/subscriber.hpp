@@ -66,6 +66,9 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   channel_table table_;
   std::map<channel_table::listener_id, std::shared_ptr<pubsub_listener>> listeners_;
   std::map<channel_table::listener_id, pending> pending_;
+  // The latest error reply to a (un)subscribe (NOPERM: the ACL user may not use the channel).
+  // A subscribe that then times out fails with its code instead of subscription_timeout.
+  std::string refused_;
   bool closed_ = false;
 };
 

@@ -184,5 +184,38 @@ TEST(security, an_acl_user_without_the_lock_channels_gets_no_permission) {
   }
 }
 
+// A waiter whose user may not subscribe to the lock's channels: its SUBSCRIBE is answered with
+// NOPERM. Before, that error was taken for a reply nobody awaited and the connection dropped
+// as out of step; the resubscription was refused again (a reconnect about every 40 ms) and the
+// acquire failed with subscription_timeout. Now the connection stays and the acquire fails
+// with no_permission at its subscription deadline.
+TEST(security, a_waiter_refused_its_channels_fails_with_no_permission_without_reconnecting) {
+  server_options o;
+  o.acl_users = {"nochan on >nochanpw ~* resetchannels +@all"};
+  redis_server server(o);
+  client holder(config_for(server));
+  lock held = holder.get_lock("refused");
+  held.lock();
+  config cfg = config_for(server);
+  cfg.address = "redis://nochan:nochanpw@127.0.0.1:" + std::to_string(server.port());
+  cfg.subscription_timeout = 1000ms;
+  client c(cfg);
+  c.execute({"PING"});  // connected: later connections are the subscriber's
+  const auto connections = [&server] {
+    const std::string info = server.cli({"INFO", "stats"});
+    const auto pos = info.find("total_connections_received:");
+    return std::stol(info.substr(pos + 27));
+  };
+  const long before = connections();
+  lock l = c.get_lock("refused");
+  try {
+    (void)l.try_lock(5s);
+    FAIL() << "acquired a held lock";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::no_permission) << e.what();
+  }
+  EXPECT_LE(connections() - before, 3) << "reconnected on every refusal";
+}
+
 }  // namespace
 }  // namespace rlock::test
