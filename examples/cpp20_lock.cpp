@@ -27,7 +27,9 @@ int main(int argc, char** argv) try {
   // 1. A std::mutex-like lock shared with any Redisson (Java) client using the same name.
   rlock::lock orders = client.get_lock("orders");
   {
-    std::lock_guard guard(orders);  // watchdog lease: renewed every 10 s while held
+    // Watchdog lease: renewed every 10 s while held. A release that fails in the guard's
+    // (noexcept) destructor ends the program: where that must not happen, use with_lock.
+    std::lock_guard guard(orders);
     std::cout << "holding 'orders'; TTL " << orders.remain_time_to_live().count() << " ms\n";
     // Know when the lock is gone, and until when it is certainly still ours.
     std::stop_token lost = orders.loss_token();

@@ -141,7 +141,11 @@ class reentrant_lock {
   }
   /// General form: returns whether the lock was acquired.
   bool acquire(const acquire_options& opts);
-  /// Releases one hold. Throws errc::not_owner if the calling thread does not hold the lock.
+  /// Releases one hold. Throws errc::not_owner if the calling thread does not hold the lock
+  /// (also when it held it and the lock was lost), and errc::timeout or errc::connection_lost
+  /// when the release's outcome is unknown. Under std::lock_guard or std::scoped_lock, whose
+  /// destructors are noexcept, such a throw ends the program: use client::with_lock, or unlock
+  /// inside try/catch, where a failed release must not be fatal.
   void unlock();
   /// Deletes the lock whoever holds it and wakes its waiters; true if a lock existed. With the
   /// queued hand-off the first live queued waiter gets the lock at once. Holders in other
