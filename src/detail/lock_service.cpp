@@ -130,6 +130,12 @@ void lock_service::shutdown() {
       return a;
     });
   }
+  // Their leave scripts are queued now; on one of the client's I/O threads their replies could
+  // not be read while this one waits.
+  if (core_->io().get_executor().running_in_this_thread()) return;
+  std::unique_lock lk(mu_);
+  cleanup_done_.wait_until(lk, clock::now() + core_->cfg().timeout,
+                           [this] { return undo_in_flight_.empty(); });
 }
 
 std::string lock_service::owner_field(std::uint64_t owner_id) const {
@@ -762,6 +768,7 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
       if (it != self->undo_in_flight_.end() && --it->second <= 0) {
         self->undo_in_flight_.erase(it);
         ready = self->next_parked_locked(key);
+        if (self->undo_in_flight_.empty()) self->cleanup_done_.notify_all();
       }
     }
     if (ready) {

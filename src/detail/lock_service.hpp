@@ -7,6 +7,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -50,7 +51,11 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
 
   explicit lock_service(std::shared_ptr<core> c);
   ~lock_service();
-  /// Stops the watchdog and fails waiting acquires with errc::shutdown.
+  /// Stops the watchdog and fails waiting acquires with errc::shutdown. Then waits, at most
+  /// the request timeout (not at all on one of the client's I/O threads), for the clean-up
+  /// scripts in flight (queue leaves, undos) to land: the connections close right after, and
+  /// a waiter left in the queue would be handed the lock, and hold it for its lease, after its
+  /// client has gone.
   void shutdown();
 
   void acquire(acquire_request req, acquire_callback done);
@@ -147,6 +152,7 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   // of the same owner for a resend of the first, so both would be granted one server hold.
   // A later one waits in after_undo_ like behind an undo.
   std::set<std::pair<std::string, std::uint64_t>> acquiring_;
+  std::condition_variable cleanup_done_;  // undo_in_flight_ became empty
   bool closed_ = false;
   std::atomic<std::uint64_t> next_token_{0};  // acquire tokens (op::token)
 };

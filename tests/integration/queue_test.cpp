@@ -308,6 +308,31 @@ TEST(queue, a_shorter_liveness_does_not_shorten_the_queue_of_longer_lived_waiter
   EXPECT_FALSE(released.get_future().get());
 }
 
+// A client shut down with several waiters queued takes them all off the queue before its
+// connections close. Before, only the first leave script was written; the others were dropped
+// with the connection, and an unlock within the queue's liveness handed the lock to a closed
+// client, which held it for its lease (30 s).
+TEST(queue, a_client_shut_down_with_waiters_leaves_the_queue) {
+  redis_server server;
+  client holder(config_for(server));
+  auto lh = holder.get_lock("leaving");
+  lh.lock();
+  {
+    client w(config_for(server));
+    auto lw = w.get_lock("leaving");
+    std::vector<std::promise<std::error_code>> got(4);
+    for (std::uint64_t i = 0; i < got.size(); ++i) {
+      lw.async_lock(100 + i, [&got, i](std::error_code ec) { got[i].set_value(ec); });
+    }
+    ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{leaving}") == 4; }, 10s));
+    w.shutdown();
+    for (auto& g : got) EXPECT_EQ(g.get_future().get(), errc::shutdown);
+  }
+  EXPECT_EQ(zcard(server, "rlock_queue:{leaving}"), 0);
+  lh.unlock();
+  EXPECT_EQ(server.cli({"EXISTS", "leaving"}), "0") << "handed to a closed client";
+}
+
 TEST(queue, a_waiter_behind_a_holder_that_does_not_hand_over_hears_its_unlock) {
   redis_server server;
   // A Java Redisson peer's hold (a version-4 client uuid), written with raw commands: its
