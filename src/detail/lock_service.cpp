@@ -906,10 +906,11 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
         // (an explicit lease of an inner hold must not cut it short), otherwise the last
         // acquire's lease (Redisson's internalLockLeaseTime).
         if (!h->second.renew) lease = h->second.lease;
-        if (h->second.count <= 1 && h->second.watchdog_id != 0) {
-          // Cancelled before the unlock is sent: no renewal can outlive it (Redisson #7272).
+        if (h->second.count <= 1) {
+          // The final unlock. Renewal is cancelled before it is sent: no renewal can outlive
+          // it (Redisson #7272).
           renewal_cancelled = true;
-          watchdog_->remove(h->second.watchdog_id);
+          if (h->second.watchdog_id != 0) watchdog_->remove(h->second.watchdog_id);
           h->second.watchdog_id = 0;
         }
       }
@@ -927,13 +928,20 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
         const bool released = !ec && outcome.result == unlock_result::released;
         std::stop_source lost;
         bool signal_loss = false;
+        bool again = false;
         {
           std::lock_guard lk(self->mu_);
           auto it = self->entries_.find(raw_name);
           if (it != self->entries_.end()) {
             entry& e = it->second;
             auto h = e.holds.find(owner_id);
-            if (h != e.holds.end() && ec && renewal_cancelled) {
+            if (h != e.holds.end() && ec && !renewal_cancelled &&
+                (ec == errc::timeout || ec == errc::connection_lost)) {
+              // A partial unlock that may or may not have run: counted as run (its caller is
+              // told it failed and should not repeat it); see hold::unsure.
+              if (h->second.count > 1) --h->second.count;
+              ++h->second.unsure;
+            } else if (h != e.holds.end() && ec && renewal_cancelled) {
               // The final unlock failed, its outcome possibly unknown, and renewal was
               // cancelled before it was sent. The hold is reported lost: it is no
               // longer renewed, so its lease runs out on the server unless the unlock
@@ -948,7 +956,11 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
                 lost = h->second.lost;
                 signal_loss = true;
               }
-              if (released || not_owner || --h->second.count <= 0) {
+              if (!released && !not_owner && renewal_cancelled && h->second.unsure > 0) {
+                // The final unlock left holds: a partial unlock before it had not run.
+                --h->second.unsure;
+                again = true;
+              } else if (released || not_owner || --h->second.count <= 0) {
                 if (h->second.watchdog_id != 0) self->watchdog_->remove(h->second.watchdog_id);
                 e.holds.erase(h);
               } else if (h->second.watchdog_id != 0) {
@@ -963,6 +975,10 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
           }
         }
         if (signal_loss) lost.request_stop();
+        if (again) {
+          self->unlock(raw_name, owner_id, std::move(done), error_detail, false);
+          return;
+        }
         if (not_owner) ec = make_error_code(errc::not_owner);
         done(ec);
       },

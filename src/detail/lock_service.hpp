@@ -80,6 +80,10 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     std::uint64_t watchdog_id = 0;
     std::chrono::milliseconds lease{};  // the last acquire's: a partial unlock's TTL
     bool renew = false;                 // some acquire of it asked for the watchdog
+    // Partial unlocks (holds remained) that failed with an unknown outcome. Each is counted as
+    // applied; if one was not, the final unlock finds holds left on the server and releases
+    // them too (else the watchdog would renew a lock its owner believes released, for ever).
+    int unsure = 0;
     std::stop_source lost;
   };
   using channels = acquire_fsm::channels;

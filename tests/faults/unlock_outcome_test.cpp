@@ -142,5 +142,35 @@ TEST(fault_unlock_outcome, a_forced_unlock_whose_reply_is_lost_is_not_resent) {
   EXPECT_FALSE(f2.get());
 }
 
+// A partial unlock (holds remain) whose outcome is unknown and which in fact did not run: the
+// owner's final unlock must still release the lock. Before, the local count stayed, the final
+// unlock only decremented the server's count, and the watchdog renewed the lock for as long as
+// the client ran, although its owner had released every hold.
+TEST(fault_unlock_outcome, a_partial_unlock_lost_before_the_server_does_not_keep_the_lock) {
+  test::redis_server server;
+  fault_proxy proxy(server.port());
+  config cfg = proxied_config(proxy);
+  cfg.timeout = 300ms;
+  client c(cfg);
+  rlock::lock l = c.get_lock("partial");
+  l.lock();
+  l.lock();
+  const std::string field = c.id() + ":" + std::to_string(this_thread_owner_id());
+  ASSERT_EQ(server.cli({"HGET", "partial", field}), "2");
+  proxy.set_mode(proxy_mode::hang);  // the unlock is written, held by the proxy, never relayed
+  std::error_code ec;
+  try {
+    l.unlock();
+  } catch (const error& e) {
+    ec = e.code();
+  }
+  EXPECT_TRUE(ec == errc::timeout || ec == errc::connection_lost) << ec.message();
+  proxy.set_mode(proxy_mode::reset);  // what it held is dropped, not relayed late
+  proxy.set_mode(proxy_mode::pass);
+  ASSERT_EQ(server.cli({"HGET", "partial", field}), "2") << "the partial unlock did not run";
+  l.unlock();  // the owner's last hold, as far as it knows
+  EXPECT_EQ(server.cli({"EXISTS", "partial"}), "0");
+}
+
 }  // namespace
 }  // namespace rlock::faults
