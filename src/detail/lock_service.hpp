@@ -156,7 +156,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   // of the same owner for a resend of the first, so both would be granted one server hold.
   // A later one waits in after_undo_ like behind an undo.
   std::set<std::pair<std::string, std::uint64_t>> acquiring_;
-  std::condition_variable cleanup_done_;  // undo_in_flight_ became empty
+  std::condition_variable cleanup_done_;  // undo_in_flight_ and latch_dels_ reached 0
+  int latch_dels_ = 0;                    // DELs of spent latches sent at shutdown, in flight
   bool closed_ = false;
   std::atomic<std::uint64_t> next_token_{0};  // acquire tokens (op::token)
 };

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace rlock::detail {
@@ -52,6 +53,11 @@ class spent_latches {
     return out;
   }
 
+  /// Takes every recorded latch, by lock (at shutdown: the client deletes them itself).
+  std::unordered_map<std::string, std::vector<std::string>> take_all() {
+    std::lock_guard lk(mu_);
+    return std::exchange(by_lock_, {});
+  }
   /// Locks with latches waiting (for tests).
   std::size_t size() const {
     std::lock_guard lk(mu_);

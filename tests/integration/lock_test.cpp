@@ -88,6 +88,21 @@ TEST(lock, concurrent_acquires_of_one_owner_count_twice_on_the_server) {
   }
 }
 
+// A client that closes deletes the unlock latches it kept for its next unlock script (which it
+// will never send) instead of leaving them to expire: a one-shot process such as `rlock exec`
+// left one per run for about a minute.
+TEST(lock, a_client_that_closes_leaves_no_unlock_latch_behind) {
+  redis_server server;
+  {
+    client c(config_for(server));
+    auto l = c.get_lock("latched");
+    l.lock();
+    l.unlock();
+    ASSERT_EQ(server.cli_reply({"KEYS", "redisson_unlock_latch:*"}).elements.size(), 1u);
+  }
+  EXPECT_EQ(server.cli_reply({"KEYS", "redisson_unlock_latch:*"}).elements.size(), 0u);
+}
+
 TEST(lock, re_entry_with_another_lease_keeps_the_watchdog_and_valid_until_true) {
   redis_server server;
   config cfg = config_for(server);
