@@ -1002,7 +1002,8 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
         }
         if (signal_loss) lost.request_stop();
         if (again) {
-          self->unlock(raw_name, owner_id, std::move(done), error_detail, false);
+          // A copy: `done` is const in this lambda.
+          self->unlock(raw_name, owner_id, done, error_detail, false);
           return;
         }
         if (not_owner) ec = make_error_code(errc::not_owner);
