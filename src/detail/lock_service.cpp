@@ -134,10 +134,10 @@ void lock_service::shutdown() {
   // that closes never sends: it deletes them now (one DEL per lock, in the lock's slot), instead
   // of leaving them to expire with their TTL. Best effort, briefly: a client closing while its
   // server is unreachable should not wait long for it.
-  const auto deadline = clock::now() + core_->cfg().timeout;
+  const auto now = clock::now();
+  const auto deadline = now + core_->cfg().timeout;
   const auto latch_deadline =
-      clock::now() +
-      std::min<clock::duration>(core_->cfg().timeout, std::chrono::milliseconds(250));
+      now + std::min<clock::duration>(core_->cfg().timeout, std::chrono::milliseconds(250));
   for (auto& [name, latches] : spent_latches_.take_all()) {
     if (latches.empty()) continue;
     std::vector<std::string_view> args = {"DEL"};
