@@ -43,7 +43,11 @@
 //   - A Redis failover can lose a lock that was not yet replicated (Redis replication is
 //     asynchronous); this single-server release does not claim otherwise.
 //   - Acquire and unlock are idempotent: a lost reply is resent without taking or releasing a
-//     hold twice. An acquire whose outcome stays unknown is undone in the background.
+//     hold twice. An acquire whose outcome stays unknown is undone in the background; the
+//     same owner's next acquire or unlock of that lock is sent once the undo has landed (an
+//     unlock sent before it would take the hold the undo is for, and leave the owner's last
+//     hold on the server for a lease). If the undo itself fails, the owner's final unlock
+//     releases any hold it finds left.
 //   - Each unlock writes Redisson's unlock latch "redisson_unlock_latch:{<name>}:<request id>"
 //     (its result, for a resent attempt to read), with a TTL of (timeout + retry_delay_max) x
 //     retry_attempts. When the unlock was answered on its only attempt, nothing can read the

@@ -301,10 +301,11 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   // A server-side BUSY or LOADING reply proves the command did not run.
   if (res.written && res.ec && res.ec != errc::server_busy) a->written_once = true;
   if (act.what != retry_fsm::action::kind::retry_after) {
-    if (res.ec && !res.written && a->written_once && is_transient(res.ec)) {
+    if (res.ec && !res.written && a->written_once) {
       // This attempt certainly did not run, but an earlier one was sent and may have: the
-      // request's outcome is unknown, not "not applied".
-      res.ec = make_error_code(errc::connection_lost);
+      // request's outcome is unknown, not "not applied", whatever stopped this attempt (a lost
+      // connection, or a sticky setup error on reconnecting, such as a rotated password).
+      if (res.ec != errc::shutdown) res.ec = make_error_code(errc::connection_lost);
       res.written = true;
       res.detail =
           "an earlier attempt was sent and its outcome is unknown; last attempt: " + res.detail;

@@ -101,6 +101,7 @@ lock_service::~lock_service() {
 void lock_service::shutdown() {
   std::vector<std::shared_ptr<op>> waiting;
   std::vector<std::shared_ptr<op>> parked;
+  std::vector<std::function<void()>> parked_unlocks;
   {
     std::lock_guard lk(mu_);
     if (closed_) return;
@@ -114,7 +115,12 @@ void lock_service::shutdown() {
     }
     for (auto& [key, ops] : after_undo_) parked.insert(parked.end(), ops.begin(), ops.end());
     after_undo_.clear();
+    for (auto& [key, fs] : unlocks_after_undo_) {
+      parked_unlocks.insert(parked_unlocks.end(), fs.begin(), fs.end());
+    }
+    unlocks_after_undo_.clear();
   }
+  for (auto& f : parked_unlocks) f();  // refused at once: the client is closed
   watchdog_->stop();
   for (auto& o : parked) {
     o->timer.cancel();
@@ -786,17 +792,33 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
     std::lock_guard lk(mu_);
     ++undo_in_flight_[key];
   }
-  auto landed = [self = shared_from_this(), key](exec_result) {
+  auto landed = [self = shared_from_this(), key](exec_result res) {
     std::shared_ptr<op> ready;
+    std::vector<std::function<void()>> unlocks;
     {
       std::lock_guard lk(self->mu_);
+      if (res.ec) {
+        // The undo may not have run (or run only in part): the owner's hold count on the
+        // server may be one more than its local one. Its final unlock then finds holds left
+        // and releases them too.
+        auto e = self->entries_.find(key.first);
+        if (e != self->entries_.end()) {
+          auto h = e->second.holds.find(key.second);
+          if (h != e->second.holds.end()) ++h->second.unsure;
+        }
+      }
       auto it = self->undo_in_flight_.find(key);
       if (it != self->undo_in_flight_.end() && --it->second <= 0) {
         self->undo_in_flight_.erase(it);
         ready = self->next_parked_locked(key);
+        if (auto u = self->unlocks_after_undo_.find(key); u != self->unlocks_after_undo_.end()) {
+          unlocks = std::move(u->second);
+          self->unlocks_after_undo_.erase(u);
+        }
         if (self->undo_in_flight_.empty()) self->cleanup_done_.notify_all();
       }
     }
+    for (auto& f : unlocks) f();
     if (ready) {
       ready->timer.cancel();  // the parking deadline; the state machine arms its own
       self->start(ready);
@@ -924,6 +946,16 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
   bool renewal_cancelled = false;
   {
     std::lock_guard lk(mu_);
+    const auto key = std::make_pair(raw_name, owner_id);
+    if (!closed_ && undo_in_flight_.count(key) != 0) {
+      // After the undo of this owner's acquire that gave up: see unlocks_after_undo_. Bounded
+      // by the undo's own retries.
+      unlocks_after_undo_[key].push_back([self = shared_from_this(), raw_name, owner_id,
+                                          error_detail, done = std::move(done)]() mutable {
+        self->unlock(raw_name, owner_id, std::move(done), error_detail, false);
+      });
+      return;
+    }
     auto it = entries_.find(raw_name);
     if (it != entries_.end()) {
       auto h = it->second.holds.find(owner_id);

@@ -11,6 +11,7 @@
 #include <rlock/client.hpp>
 #include <thread>
 
+#include "faults/fault_proxy.hpp"
 #include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
 #include "support/wait.hpp"
@@ -90,6 +91,95 @@ TEST(fault_acquire_undo, a_stale_undo_does_not_release_a_later_acquire_of_the_sa
     mine.unlock();
   } catch (const error&) {
   }
+}
+
+// A re-entry that gave up after the server applied it (its reply lost) is undone in the
+// background, with a count check (the owner's count must be exactly 2). The owner's unlock that
+// follows must not overtake that undo. Before, the unlock reached the server first while the undo
+// waited for its retry: it took the re-entry's hold (2 -> 1), the undo's count check then failed
+// (1 is not 2), and the owner's last hold stayed on the server, unrenewed, for its whole lease,
+// although unlock() had returned.
+TEST(fault_acquire_undo, an_unlock_after_a_re_entry_that_gave_up_does_not_overtake_its_undo) {
+  test::redis_server server;
+  fault_proxy proxy(server.port());
+  config cfg = test::fast_config(proxy.url());
+  cfg.retry_delay_base = 1000ms;  // a failed attempt is retried 0.5-1 s later
+  cfg.retry_delay_max = 2000ms;
+  cfg.client_name = "owner";
+  client c(cfg);
+  rlock::lock l = c.get_lock("reentry");
+  l.lock();
+  const std::string field = c.id() + ":" + std::to_string(this_thread_owner_id());
+  const long long connections = clients_named(server, "owner");
+  ASSERT_GE(connections, 1);
+
+  // The re-entry is applied, its reply swallowed and its connection closed. 10 ms leave no time
+  // for a resend (no attempt starts with less than 20 ms left): the re-entry gives up, its
+  // outcome unknown, and its undo finds the connection down, to be retried 0.5-1 s later.
+  proxy.set_mode(proxy_mode::drop_one_reply);
+  bool reentered = true;
+  try {
+    reentered = l.try_lock(10ms);
+  } catch (const error& e) {
+    reentered = false;
+    EXPECT_TRUE(e.code() == errc::timeout || e.code() == errc::connection_lost) << e.what();
+  }
+  ASSERT_FALSE(reentered);
+  ASSERT_EQ(server.cli({"HGET", "reentry", field}), "2") << "the re-entry was applied";
+  ASSERT_TRUE(test::wait_until([&] { return clients_named(server, "owner") == connections; }, 2s))
+      << "reconnected";
+
+  // The owner releases its one hold, as far as it knows.
+  l.unlock();
+  EXPECT_TRUE(test::wait_until(
+      [&] {
+        return server.cli({"EXISTS", "reentry"}) == "0";
+      },
+      3s))
+      << "the lock stays held for its owner, count " << server.cli({"HGET", "reentry", field})
+      << ", PTTL " << server.cli({"PTTL", "reentry"});
+  EXPECT_EQ(proxy.stats().replies_dropped, 1U);
+}
+
+// An acquire whose first attempt was applied without a reply, and whose resend then failed
+// without being written (here: AUTH refused on reconnecting, the password rotated meanwhile), has
+// an unknown outcome. It used to be reported as auth_failed, a code error.hpp counts as "did not
+// happen", and was not undone: the lock stayed held for a lease with nobody to release it.
+TEST(fault_acquire_undo, an_acquire_whose_resend_is_refused_at_setup_is_reported_unknown) {
+  test::server_options o;
+  o.acl_users = {"app on >old-pw ~* &* +@all"};
+  test::redis_server server(o);
+  fault_proxy proxy(server.port());
+  config cfg = test::fast_config("redis://app:old-pw@127.0.0.1:" + std::to_string(proxy.port()));
+  cfg.retry_delay_base = 1000ms;  // the resend comes 0.5-1 s after the lost reply
+  cfg.retry_delay_max = 2000ms;
+  cfg.reconnect_delay_min = 300ms;  // time to rotate the password before the client reconnects
+  cfg.reconnect_delay_max = 300ms;
+  client c(cfg);
+  rlock::lock l = c.get_lock("rotated");
+  ASSERT_EQ(c.execute({"PING"}).str(), "PONG");
+
+  // The acquire is applied and its reply swallowed; while the client waits to reconnect, no new
+  // connection is let through and the password is rotated; then the proxy passes again.
+  auto fault = std::async(std::launch::async, [&] {
+    const bool dropped = test::wait_until([&] { return proxy.stats().replies_dropped == 1; }, 5s);
+    proxy.set_mode(proxy_mode::reset);
+    server.cli({"ACL", "SETUSER", "app", "resetpass", ">new-pw"});
+    proxy.set_mode(proxy_mode::pass);
+    return dropped;
+  });
+  proxy.set_mode(proxy_mode::drop_one_reply);
+  std::error_code ec;
+  std::string what;
+  try {
+    (void)l.try_lock(5s);
+  } catch (const error& e) {
+    ec = e.code();
+    what = e.what();
+  }
+  ASSERT_TRUE(fault.get()) << "the acquire's reply was dropped";
+  EXPECT_EQ(server.cli({"HLEN", "rotated"}), "1") << "the acquire was applied";
+  EXPECT_EQ(ec, errc::connection_lost) << what;
 }
 
 }  // namespace
