@@ -50,12 +50,14 @@ int main(int argc, char** argv) try {
   const int total = client.with_lock("report", {}, [] { return 6 * 7; });
   std::cout << "with_lock returned " << total << "\n";
 
-  // 4. Async, from a coroutine: the owner is an explicit id, not the thread.
+  // 4. Async, from a coroutine: the owner is an explicit id, not the thread (rlock::new_owner_id()
+  //    gives one that no thread of the blocking API has; ids the caller picks stay below
+  //    rlock::reserved_owner_ids).
   asio::io_context io;
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        const std::uint64_t job = 1001;
+        const std::uint64_t job = rlock::new_owner_id();
         co_await orders.async_lock(job, asio::use_awaitable);
         const long long holds = co_await orders.async_hold_count(job, asio::use_awaitable);
         std::cout << "coroutine owner " << job << " holds 'orders' " << holds << " time(s)\n";

@@ -44,9 +44,16 @@ std::string context_with(std::string context, std::string_view reply_text) {
 
 }  // namespace
 
+namespace {
+std::atomic<std::uint64_t> next_owner_id{reserved_owner_ids + 1};
+}  // namespace
+
+std::uint64_t new_owner_id() noexcept {
+  return next_owner_id.fetch_add(1, std::memory_order_relaxed);
+}
+
 std::uint64_t this_thread_owner_id() noexcept {
-  static std::atomic<std::uint64_t> next{1};
-  thread_local const std::uint64_t id = next.fetch_add(1, std::memory_order_relaxed);
+  thread_local const std::uint64_t id = new_owner_id();
   return id;
 }
 

@@ -4,6 +4,7 @@
 //   rlock::reentrant_lock        the lock (Redisson's RLock); rlock::lock is an alias
 //   rlock::acquire_options       wait budget, lease and stop token of one acquire
 //   rlock::this_thread_owner_id  the owner id the blocking API uses for the calling thread
+//   rlock::new_owner_id          a fresh owner id for the async API, never a thread's
 //
 // On the wire: the key is the (mapped) name, a hash {"<client-uuid>:<owner-id>" -> hold count}
 // with a PEXPIRE; unlock publishes "0" on "redisson_lock__channel:{<name>}". Java Redisson clients
@@ -85,9 +86,19 @@ namespace detail {
 class lock_service;
 }
 
+/// Owner ids from this bit up (2^62 and more) are rlock's: this_thread_owner_id() and
+/// new_owner_id() draw from them. Ids the caller picks for the async API should stay below it
+/// (small counters, object addresses): an id equal to a thread's would share that thread's holds
+/// (re-entry instead of exclusion).
+inline constexpr std::uint64_t reserved_owner_ids = std::uint64_t{1} << 62;
+
 /// The owner id of the calling thread for the blocking API: unique within the process, never
-/// reused, assigned on first use (1, 2, ...).
+/// reused, assigned on first use (reserved_owner_ids + 1, + 2, ...).
 std::uint64_t this_thread_owner_id() noexcept;
+
+/// A fresh owner id for the async API (a coroutine, a session): unique within the process, never
+/// reused, never a thread's id (it comes from the same sequence as this_thread_owner_id()).
+std::uint64_t new_owner_id() noexcept;
 
 /// How one acquire behaves.
 struct acquire_options {

@@ -88,6 +88,30 @@ TEST(lock, concurrent_acquires_of_one_owner_count_twice_on_the_server) {
   }
 }
 
+// Ids a caller picks for the async API (small counters here) never name a thread of the blocking
+// API: before, threads were owners 1, 2, 3, ..., so a coroutine's async_try_lock(k) re-entered the
+// lock the k-th thread held instead of being excluded.
+TEST(lock, owner_ids_picked_for_the_async_api_are_never_a_threads) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("picked");
+  l.lock();  // this thread's owner id
+  std::uint64_t other_thread = 0;
+  std::thread([&] { other_thread = this_thread_owner_id(); }).join();
+  EXPECT_NE(other_thread, this_thread_owner_id());
+  const std::uint64_t fresh = new_owner_id();
+  EXPECT_NE(fresh, this_thread_owner_id());
+  EXPECT_NE(fresh, other_thread);
+  std::vector<std::uint64_t> ids;
+  for (std::uint64_t k = 1; k <= 256; ++k) ids.push_back(k);
+  ids.push_back(fresh);
+  for (const std::uint64_t id : ids) {
+    EXPECT_FALSE(l.async_try_lock(id, asio::use_future).get()) << "owner " << id;
+  }
+  EXPECT_EQ(server.cli_reply({"HLEN", "picked"}).integer, 1);
+  l.unlock();
+}
+
 // A client that closes deletes the unlock latches it kept for its next unlock script (which it
 // will never send) instead of leaving them to expire: a one-shot process such as `rlock exec`
 // left one per run for about a minute.
