@@ -1,5 +1,7 @@
 #include "detail/subscriber.hpp"
 
+#include <algorithm>
+
 #include "detail/closed_completion.hpp"
 #include "detail/exec_result.hpp"
 
@@ -77,12 +79,9 @@ void subscriber::async_subscribe(channel_kind kind, std::string channel, pubsub_
         if (!self) return;
         subscribe_callback cb;
         std::vector<std::function<void()>> more;
-        std::error_code why = make_error_code(errc::subscription_timeout);
+        const std::error_code why = make_error_code(errc::subscription_timeout);
         {
           std::lock_guard lk2(self->mu_);
-          if (!self->refused_.empty()) {
-            why = make_error_code(classify_server_error(self->refused_, false));
-          }
           auto it = self->pending_.find(id);
           if (it == self->pending_.end()) return;
           cb = std::move(it->second.done);
@@ -124,6 +123,7 @@ std::vector<std::function<void()>> subscriber::apply_locked(channel_table::actio
     r.payload = encode_command(args);
     r.replies = 0;  // confirmed by a push, not a reply
     conn_->submit(std::move(r));
+    sent_.push_back({{kind, ch}, true});
   }
   for (auto& [kind, ch] : a.unsubscribe) {
     request r;
@@ -131,6 +131,7 @@ std::vector<std::function<void()>> subscriber::apply_locked(channel_table::actio
     r.payload = encode_command(args);
     r.replies = 0;
     conn_->submit(std::move(r));
+    sent_.push_back({{kind, ch}, false});
   }
   std::vector<std::function<void()>> later;
   for (auto id : a.confirmed) {
@@ -159,6 +160,7 @@ void subscriber::on_ready() {
   {
     std::lock_guard lk(mu_);
     if (closed_) return;
+    sent_.clear();  // the old connection's: none of them is answered on this one
     channel_table::actions a;
     table_.on_reconnected(a);
     later = apply_locked(a);
@@ -168,11 +170,11 @@ void subscriber::on_ready() {
 
 void subscriber::on_push(const reply& r) {
   if (r.is_error()) {
-    // A refused (un)subscribe: in place of its confirmation. The subscription stays pending
-    // and fails at its deadline with this error's code; the connection is kept, so the other
-    // channels on it are not dropped and resubscribed (a reconnect would only be refused again).
-    std::lock_guard lk(mu_);
-    refused_ = std::string(r.str());
+    // A refused (un)subscribe, in place of its confirmation: the oldest one unanswered. Its
+    // channel's pending subscriptions fail now with the error's code (no_permission for NOPERM).
+    // The connection is kept, so the other channels on it are not dropped and resubscribed (a
+    // reconnect would only be refused again).
+    on_refused(r.str());
     return;
   }
   const std::string_view kind = r[0].str();
@@ -198,12 +200,48 @@ void subscriber::on_push(const reply& r) {
   {
     std::lock_guard lk(mu_);
     channel_table::actions a;
-    if (kind == "subscribe" || kind == "ssubscribe") {
+    const bool subscribed = kind == "subscribe" || kind == "ssubscribe";
+    if (subscribed || kind == "unsubscribe" || kind == "sunsubscribe") {
+      // The command this answers, and any before it left unanswered, are done.
+      const auto it = std::find_if(sent_.begin(), sent_.end(), [&](const sent_command& c) {
+        return c.subscribe == subscribed && c.key.first == ck && c.key.second == channel;
+      });
+      if (it != sent_.end()) sent_.erase(sent_.begin(), it + 1);
+    }
+    if (subscribed) {
       table_.on_subscribed(ck, channel, a);
     } else if (kind == "unsubscribe" || kind == "sunsubscribe") {
       table_.on_unsubscribed(ck, channel, a);
     }
     later = apply_locked(a);
+  }
+  for (auto& f : later) f();
+}
+
+void subscriber::on_refused(std::string_view text) {
+  std::vector<std::function<void()>> later;
+  {
+    std::lock_guard lk(mu_);
+    if (sent_.empty()) return;
+    const sent_command refused = sent_.front();
+    sent_.pop_front();
+    if (!refused.subscribe) return;
+    const std::error_code why = make_error_code(classify_server_error(text, false));
+    channel_table::actions a;
+    for (const auto id : table_.listeners(refused.key.first, refused.key.second)) {
+      auto it = pending_.find(id);
+      if (it == pending_.end()) continue;  // confirmed before, on an earlier connection
+      if (it->second.timer) it->second.timer->cancel();
+      later.push_back([cb = std::move(it->second.done), id, why] {
+        if (cb) cb(why, id);
+      });
+      pending_.erase(it);
+      listeners_.erase(id);
+      table_.remove(id, a);
+    }
+    auto more = apply_locked(a);
+    later.insert(later.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
   }
   for (auto& f : later) f();
 }

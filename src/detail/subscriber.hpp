@@ -13,6 +13,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -55,6 +56,8 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
     std::unique_ptr<asio::steady_timer> timer;
   };
   void on_push(const reply& r);
+  /// An error reply in place of the oldest unanswered (un)subscribe's confirmation.
+  void on_refused(std::string_view text);
   void on_ready();
   /// Carries out the table's actions; called with mu_ held, returns callbacks to run unlocked.
   std::vector<std::function<void()>> apply_locked(channel_table::actions& a);
@@ -66,9 +69,14 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   channel_table table_;
   std::map<channel_table::listener_id, std::shared_ptr<pubsub_listener>> listeners_;
   std::map<channel_table::listener_id, pending> pending_;
-  // The latest error reply to a (un)subscribe (NOPERM: the ACL user may not use the channel).
-  // A subscribe that then times out fails with its code instead of subscription_timeout.
-  std::string refused_;
+  // (Un)subscribes written on the current connection and not yet answered, in wire order. Each
+  // names one channel and gets exactly one push: its confirmation, or an error reply (NOPERM:
+  // the ACL user may not use the channel) which fails that channel's pending subscriptions.
+  struct sent_command {
+    channel_table::channel_key key;
+    bool subscribe = false;
+  };
+  std::deque<sent_command> sent_;
   bool closed_ = false;
 };
 
