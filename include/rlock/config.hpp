@@ -34,7 +34,10 @@ struct tls_options {
   std::string key_file;
   /// Verify the server's certificate chain and its name (the URL host).
   bool verify_peer = true;
-  /// Name checked against the server certificate and sent as SNI. Empty: the URL host.
+  /// Name checked against the server certificate (as an IP address if it is an IP literal,
+  /// else as a DNS name, no partial wildcards) and sent as SNI (never an IP literal, RFC 6066).
+  /// Empty: the URL host. A failed check names the reason in the error (OpenSSL's verify
+  /// result, e.g. "hostname mismatch" or "self-signed certificate in certificate chain").
   std::string server_name;
 };
 

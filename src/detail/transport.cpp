@@ -1,6 +1,7 @@
 #include "detail/transport.hpp"
 
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -107,19 +108,42 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
           std::error_code ignored;
           raw.set_option(tcp::no_delay(true), ignored);
           auto s = std::make_shared<tls_stream>(std::move(raw), *tls);
-          // SSL_set_tlsext_host_name is a macro with a C cast; this is its expansion.
-          SSL_ctrl(s->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-                   const_cast<char*>(sni.c_str()));  // NOLINT
-          if (verify) s->set_verify_callback(asio::ssl::host_name_verification(sni));
-          stream_ = s;
-          s->async_handshake(asio::ssl::stream_base::client, [done = std::move(done), addr, tls,
-                                                              s](std::error_code hec) {
-            if (hec) {
-              done(make_error_code(errc::tls_error), "TLS handshake with " + describe(hec, addr));
+          SSL* ssl = s->native_handle();
+          std::error_code not_ip;
+          (void)asio::ip::make_address(sni, not_ip);
+          if (not_ip) {
+            // SNI names a host, never an IP literal (RFC 6066, 3). SSL_set_tlsext_host_name is
+            // a macro with a C cast; this is its expansion.
+            SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                     const_cast<char*>(sni.c_str()));  // NOLINT
+          }
+          if (verify) {
+            // OpenSSL checks the name during chain verification, so a mismatch is reported
+            // as such (X509_V_ERR_HOSTNAME_MISMATCH) and not as a bare "verify failed".
+            X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+            if (not_ip) {
+              X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+              X509_VERIFY_PARAM_set1_host(param, sni.c_str(), sni.size());
             } else {
-              done({}, {});
+              X509_VERIFY_PARAM_set1_ip_asc(param, sni.c_str());
             }
-          });
+          }
+          stream_ = s;
+          s->async_handshake(asio::ssl::stream_base::client,
+                             [done = std::move(done), addr, tls, s](std::error_code hec) {
+                               if (hec) {
+                                 std::string why = "TLS handshake with " + describe(hec, addr);
+                                 const long verified = SSL_get_verify_result(s->native_handle());
+                                 if (verified != X509_V_OK) {
+                                   why += " (server certificate: ";
+                                   why += X509_verify_cert_error_string(verified);
+                                   why += ")";
+                                 }
+                                 done(make_error_code(errc::tls_error), why);
+                               } else {
+                                 done({}, {});
+                               }
+                             });
         };
         auto eps =
             std::make_shared<const std::vector<tcp::endpoint>>(results.begin(), results.end());

@@ -97,6 +97,40 @@ TEST(security, tls_untrusted_server_certificate_is_refused) {
   EXPECT_LT(ms_since(t0), 2000);
 }
 
+// A server certificate that names another host and one signed by an unknown CA both fail the
+// handshake; the message says which (OpenSSL's verify result), so an operator knows whether to
+// fix the CA file or the name. Before, both read "certificate verify failed". The name is
+// checked as an IP address for an IP literal (the certificate's IP:127.0.0.1) and as a DNS name
+// otherwise (tls_options::server_name, DNS:localhost).
+TEST(security, tls_errors_tell_an_unknown_ca_from_a_name_mismatch) {
+  server_options o;
+  o.tls = true;
+  redis_server server(o);
+  const auto message_of = [](const config& cfg) -> std::string {
+    client c(cfg);
+    try {
+      c.execute({"PING"});
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::tls_error) << e.what();
+      return e.what();
+    }
+    return "connected";
+  };
+  config cfg = config_for(server);
+  cfg.tls.ca_file = server.tls().ca_cert.string();
+  EXPECT_EQ(message_of(cfg), "connected") << "IP literal checked against IP:127.0.0.1";
+  cfg.tls.server_name = "localhost";
+  EXPECT_EQ(message_of(cfg), "connected") << "a DNS name the certificate has";
+  cfg.tls.server_name = "wronghost.example";
+  const std::string mismatch = message_of(cfg);
+  EXPECT_NE(mismatch.find("hostname mismatch"), std::string::npos) << mismatch;
+  cfg.tls.server_name.clear();
+  cfg.tls.ca_file = server.tls().bad_ca_cert.string();
+  const std::string unknown_ca = message_of(cfg);
+  EXPECT_NE(unknown_ca.find("server certificate: "), std::string::npos) << unknown_ca;
+  EXPECT_EQ(unknown_ca.find("mismatch"), std::string::npos) << unknown_ca;
+}
+
 TEST(security, tls_untrusted_client_certificate_is_refused) {
   server_options o;
   o.tls = true;
