@@ -113,6 +113,75 @@ TEST(cli_connection, password_from_the_environment_or_a_file) {
   EXPECT_EQ(from_file.status, 0) << from_file.err;
 }
 
+/// A server with the ACL user alice (password pw-alice) and a temp dir holding password files.
+struct acl_server {
+  redis_server server{server_options{.acl_users = {"alice on >pw-alice ~* &* +@all"}}};
+  temp_dir dir{"rlock-cli"};
+  std::string host = "127.0.0.1:" + std::to_string(server.port());
+
+  std::string password_file(const std::string& name, const std::string& password) const {
+    const auto file = dir.path() / name;
+    std::ofstream(file) << password << "\n";
+    return file.string();
+  }
+};
+
+// An explicit --password-file wins over the password in $RLOCK_URL (and $RLOCK_PASSWORD).
+// Before, the URL's password silently overrode the file: a right file with a stale URL password
+// failed (69), and a wrong file was not noticed.
+TEST(cli_connection, a_password_file_beats_the_password_in_the_environment) {
+  acl_server a;
+  const std::string good = a.password_file("good", "pw-alice");
+  const std::string wrong = a.password_file("wrong", "pw-XYZZY");
+  const auto right_file =
+      run_rlock({"status", "p", "--password-file", good, "--connect-timeout", "2s"},
+                {"RLOCK_URL=redis://alice:pw-stale@" + a.host});
+  EXPECT_EQ(right_file.status, 0) << right_file.err;
+  const auto wrong_file =
+      run_rlock({"status", "p", "--password-file", wrong, "--connect-timeout", "2s"},
+                {"RLOCK_URL=redis://alice:pw-alice@" + a.host});
+  EXPECT_EQ(wrong_file.status, 69) << wrong_file.err;
+  EXPECT_NE(wrong_file.err.find("authentication failed"), std::string::npos) << wrong_file.err;
+  EXPECT_EQ(wrong_file.err.find("pw-"), std::string::npos) << "no password in messages";
+  const auto over_env =
+      run_rlock({"status", "p", "--url", "redis://alice@" + a.host, "--password-file", good},
+                {"RLOCK_PASSWORD=pw-stale"});
+  EXPECT_EQ(over_env.status, 0) << over_env.err;
+}
+
+// --user and a URL's user must agree: before, --user was silently ignored.
+TEST(cli_connection, a_user_option_that_contradicts_the_urls_user_is_a_usage_error) {
+  acl_server a;
+  const std::string good = a.password_file("good", "pw-alice");
+  const auto given = run_rlock({"status", "p", "--url", "redis://alice@" + a.host, "--user", "bob",
+                                "--password-file", good});
+  EXPECT_EQ(given.status, 64) << given.err;
+  EXPECT_NE(given.err.find("--user 'bob' contradicts the user 'alice' in --url"), std::string::npos)
+      << given.err;
+  const auto from_env = run_rlock({"status", "p", "--user", "bob", "--password-file", good},
+                                  {"RLOCK_URL=redis://alice@" + a.host});
+  EXPECT_EQ(from_env.status, 64) << from_env.err;
+  EXPECT_NE(from_env.err.find("contradicts the user 'alice' in $RLOCK_URL"), std::string::npos)
+      << from_env.err;
+  const auto agreed = run_rlock({"status", "p", "--url", "redis://alice@" + a.host, "--user",
+                                 "alice", "--password-file", good});
+  EXPECT_EQ(agreed.status, 0) << agreed.err;
+}
+
+// A user without any password: the rejection says that none was given.
+TEST(cli_connection, a_user_without_a_password_is_told_that_none_was_given) {
+  acl_server a;
+  const auto r =
+      run_rlock({"status", "p", "--url", "redis://alice@" + a.host, "--connect-timeout", "2s"});
+  EXPECT_EQ(r.status, 69) << r.err;
+  EXPECT_NE(r.err.find("no password was given"), std::string::npos) << r.err;
+  const std::string wrong = a.password_file("wrong", "pw-XYZZY");
+  const auto given = run_rlock({"status", "p", "--url", "redis://alice@" + a.host,
+                                "--password-file", wrong, "--connect-timeout", "2s"});
+  EXPECT_EQ(given.status, 69) << given.err;
+  EXPECT_EQ(given.err.find("no password was given"), std::string::npos) << given.err;
+}
+
 TEST(cli_connection, tls_with_the_servers_ca_and_a_client_certificate) {
   redis_server server(server_options{.tls = true});
   const tls_files& tls = server.tls();

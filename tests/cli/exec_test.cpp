@@ -72,6 +72,25 @@ TEST(cli_exec, propagates_the_exit_status_and_sets_the_environment) {
   EXPECT_EQ(server.cli({"EXISTS", "env-name"}), "0");
 }
 
+// The command does not get rlock's credentials: RLOCK_PASSWORD and an RLOCK_URL holding a
+// password are removed from its environment (before, `rlock exec x -- env` printed both).
+TEST(cli_exec, the_command_gets_no_credentials_from_rlocks_environment) {
+  redis_server server(
+      server_options{.requirepass = "s3cret", .acl_users = {"alice on >pw-alice ~* &* +@all"}});
+  const std::string host = "127.0.0.1:" + std::to_string(server.port());
+  const std::vector<std::string> print_env{"sh", "-c", "env | grep '^RLOCK_' | sort"};
+  std::vector<std::string> args{"exec", "envt", "--"};
+  args.insert(args.end(), print_env.begin(), print_env.end());
+  const auto secret_url =
+      run_rlock(args, {"RLOCK_URL=redis://alice:pw-alice@" + host, "RLOCK_PASSWORD=pw-other"});
+  EXPECT_EQ(secret_url.status, 0) << secret_url.err;
+  EXPECT_EQ(secret_url.out, "RLOCK_NAME=envt\n");
+  // A URL without a password stays: only the secret goes.
+  const auto plain_url = run_rlock(args, {"RLOCK_URL=redis://" + host, "RLOCK_PASSWORD=s3cret"});
+  EXPECT_EQ(plain_url.status, 0) << plain_url.err;
+  EXPECT_EQ(plain_url.out, "RLOCK_NAME=envt\nRLOCK_URL=redis://" + host + "\n");
+}
+
 // An executable script without a #! line runs with /bin/sh, as execvp, env(1) and flock(1) run
 // it (glibc's posix_spawnp does not: it exited 126, "Exec format error", before).
 TEST(cli_exec, a_script_without_a_shebang_runs_with_sh) {

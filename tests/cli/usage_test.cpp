@@ -83,6 +83,31 @@ TEST(cli_usage, other_usage_errors) {
   EXPECT_NE(no_file.err.find("cannot read --password-file"), std::string::npos) << no_file.err;
 }
 
+// An empty value is refused, not taken as "not given" (before, --url '' fell back to
+// $RLOCK_URL or the default without a word); a directory is no password or TLS file (before,
+// std::ifstream opened it and the password read as empty: exit 69 WRONGPASS).
+TEST(cli_usage, empty_values_and_unreadable_files_are_refused) {
+  expect_usage_error(run_rlock({"status", "x", "--url", ""}, {"RLOCK_URL=redis://127.0.0.1:1"}),
+                     "--url: must not be empty", "rlock status");
+  expect_usage_error(run_rlock({"status", "x", "--password-file", ""}),
+                     "--password-file: must not be empty", "rlock status");
+  expect_usage_error(run_rlock({"exec", "x", "--user", "", "--", "true"}),
+                     "--user: must not be empty", "rlock exec");
+  temp_dir dir("rlock-cli");
+  const auto directory = run_rlock({"status", "x", "--password-file", dir.path().string()});
+  EXPECT_EQ(directory.status, 66) << directory.err;
+  EXPECT_NE(directory.err.find("cannot read --password-file '" + dir.path().string() +
+                               "': Is a directory"),
+            std::string::npos)
+      << directory.err;
+  const auto ca =
+      run_rlock({"status", "x", "--url", "rediss://127.0.0.1:1", "--tls-ca", dir.path().string()});
+  EXPECT_EQ(ca.status, 66) << ca.err;
+  EXPECT_NE(ca.err.find("cannot read --tls-ca file '" + dir.path().string() + "': Is a directory"),
+            std::string::npos)
+      << ca.err;
+}
+
 TEST(cli_usage, help_and_man_page_come_from_the_same_text) {
   const auto exec_help = run_rlock({"exec", "--help"});
   EXPECT_EQ(exec_help.status, 0);

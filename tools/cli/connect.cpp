@@ -27,7 +27,9 @@ struct ping_result {
 }  // namespace
 
 rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrupt) {
-  const std::string where = rlock::parse_url(cfg.address).to_string();
+  const rlock::server_address address = rlock::parse_url(cfg.address);
+  const std::string where = address.to_string();
+  const bool password_given = cfg.password.has_value() || address.password.has_value();
   rlock::client client = [&] {
     try {
       return rlock::client(cfg);
@@ -75,6 +77,10 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     const int code = exit_code_for(result->ec);
     std::string text = "cannot use " + where + ": " + result->ec.message();
     if (!result->why.empty()) text += "; " + result->why;
+    if (!password_given &&
+        (result->ec == rlock::errc::auth_failed || result->ec == rlock::errc::auth_required)) {
+      text += "; no password was given (--password-file, or one in $RLOCK_URL or $RLOCK_PASSWORD)";
+    }
     throw command_error(code == exit_codes::software ? exit_codes::unavailable : code, text);
   }
   return client;

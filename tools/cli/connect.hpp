@@ -6,7 +6,8 @@
 //    server that refuses, cannot be reached, rejects the credentials (AUTH, NOAUTH) or the TLS
 //    handshake, or does not answer in time gives command_error(unavailable, 69) naming the
 //    server and the reason (with the server's error text or the failed setup step when there
-//    is one); NOPERM gives no_permission (77).
+//    is one); NOPERM gives no_permission (77). A rejection of the credentials when no password
+//    was given at all (a user without one) says so.
 //  - With `interrupt` set, a pending SIGINT/SIGTERM/SIGHUP on it ends the wait at once with
 //    command_error(128 + signal). Other signals read from it meanwhile (SIGCHLD) are dropped.
 #pragma once

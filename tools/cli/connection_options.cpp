@@ -1,7 +1,12 @@
 #include "connection_options.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <system_error>
 
 #include "command_error.hpp"
@@ -10,16 +15,66 @@
 namespace rlock::cli {
 namespace {
 
+[[noreturn]] void cannot_read(const std::string& what, const std::string& path, int error) {
+  throw command_error(exit_codes::no_input, "cannot read " + what + " '" + path +
+                                                "': " + std::system_category().message(error));
+}
+
+/// `path` opened for reading; throws command_error(no_input) naming `what` and the reason when
+/// it cannot be. A directory is refused here: open(2) accepts one (std::ifstream did too), and
+/// only its reads would fail.
+int open_readable(const std::string& path, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) cannot_read(what, path, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    const int error = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    cannot_read(what, path, error);
+  }
+  return fd;
+}
+
 void require_readable(const std::string& path, const std::string& option) {
   if (path.empty()) return;
-  std::ifstream in(path);
-  if (!in)
-    throw command_error(exit_codes::no_input, "cannot read " + option + " file '" + path + "'");
+  ::close(open_readable(path, option + " file"));
+}
+
+/// The first line of `path` (without its line end; at most 64 KiB are read).
+std::string read_first_line(const std::string& path, const std::string& what) {
+  const int fd = open_readable(path, what);
+  std::string text;
+  char chunk[4096];
+  while (text.find('\n') == std::string::npos && text.size() < 65536) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      cannot_read(what, path, error);
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  text.erase(std::min(text.find('\n'), text.size()));
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+  return text;
 }
 
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): no setenv
   return v != nullptr ? v : "";
+}
+
+/// Refuses an empty value: "--url ''" would otherwise mean "not given" and fall back to the
+/// environment or the default without a word.
+CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        return text.empty() ? "must not be empty (leave the option out for its default)" : "";
+      },
+      "", "non-empty");
 }
 
 }  // namespace
@@ -30,22 +85,30 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
                  "Redis server: redis://[user@]host[:port][/db], rediss://... (TLS) or "
                  "unix:///path (default: $RLOCK_URL, else redis://127.0.0.1:6379)")
       ->type_name("URL")
+      ->check(non_empty())
       ->group(group);
-  app.add_option("--user", opts.user, "ACL user name, when the URL has none")
+  app.add_option("--user", opts.user,
+                 "ACL user name (a URL may name it instead; if both do, they must agree)")
       ->type_name("NAME")
+      ->check(non_empty())
       ->group(group);
   app.add_option("--password-file", opts.password_file,
-                 "Read the password from the first line of FILE (default: $RLOCK_PASSWORD)")
+                 "Read the password from the first line of FILE (default: the password in "
+                 "$RLOCK_URL, else $RLOCK_PASSWORD)")
       ->type_name("FILE")
+      ->check(non_empty())
       ->group(group);
   app.add_option("--tls-ca", opts.tls_ca, "CA certificates (PEM) for rediss:// (default: system)")
       ->type_name("FILE")
+      ->check(non_empty())
       ->group(group);
   app.add_option("--tls-cert", opts.tls_cert, "Client certificate (PEM) for rediss://")
       ->type_name("FILE")
+      ->check(non_empty())
       ->group(group);
   app.add_option("--tls-key", opts.tls_key, "Client key (PEM) for rediss://")
       ->type_name("FILE")
+      ->check(non_empty())
       ->group(group);
   app.add_flag("--tls-insecure", opts.tls_insecure,
                "Do not verify the server certificate (testing only)")
@@ -66,22 +129,20 @@ std::string resolve_url(const connection_options& opts) {
 }
 
 std::optional<std::string> resolve_password(const connection_options& opts) {
-  if (!opts.password_file.empty()) {
-    std::ifstream in(opts.password_file);
-    if (!in) {
-      throw command_error(exit_codes::no_input,
-                          "cannot read --password-file '" + opts.password_file + "'");
-    }
-    std::string line;
-    std::getline(in, line);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    return line;
-  }
+  if (!opts.password_file.empty()) return read_first_line(opts.password_file, "--password-file");
   // NOLINTNEXTLINE(concurrency-mt-unsafe): rlock never calls setenv
   if (const char* env = std::getenv("RLOCK_PASSWORD"); env != nullptr && *env != '\0') {
     return std::string(env);
   }
   return std::nullopt;
+}
+
+std::vector<std::string> secret_environment_names() {
+  std::vector<std::string> names{"RLOCK_PASSWORD"};
+  std::error_code ec;
+  const auto url = rlock::parse_url(env_or_empty("RLOCK_URL"), ec);
+  if (url && url->password) names.emplace_back("RLOCK_URL");
+  return names;
 }
 
 rlock::config make_config(const connection_options& opts) {
@@ -90,15 +151,17 @@ rlock::config make_config(const connection_options& opts) {
   std::error_code ec;
   std::string why;
   const auto address = rlock::parse_url(cfg.address, ec, &why);
-  if (!address) {
-    const std::string source = !opts.url.empty() ? "--url" : "$RLOCK_URL";
-    throw usage_error("invalid " + source + ": " + why);
-  }
+  const std::string source = !opts.url.empty() ? "--url" : "$RLOCK_URL";
+  if (!address) throw usage_error("invalid " + source + ": " + why);
   if (!opts.url.empty() && address->password) {
     // Options show in ps and shell histories; $RLOCK_URL may carry one (the environment).
     throw usage_error(
         "--url must not contain a password (it would show in ps): use --password-file or "
         "$RLOCK_PASSWORD");
+  }
+  if (!opts.user.empty() && address->username && *address->username != opts.user) {
+    throw usage_error("--user '" + opts.user + "' contradicts the user '" + *address->username +
+                      "' in " + source + ": name the user once, or the same in both");
   }
   const bool tls_given =
       !opts.tls_ca.empty() || !opts.tls_cert.empty() || !opts.tls_key.empty() || opts.tls_insecure;
@@ -117,6 +180,15 @@ rlock::config make_config(const connection_options& opts) {
   cfg.tls.verify_peer = !opts.tls_insecure;
   if (!opts.user.empty()) cfg.username = opts.user;
   cfg.password = resolve_password(opts);
+  if (!opts.password_file.empty() && address->password) {
+    // The URL's credentials would override the file's password (rlock::config): the explicit
+    // option wins, so the password is taken out of the URL (it can only be $RLOCK_URL's).
+    rlock::server_address bare = *address;
+    bare.username.reset();
+    bare.password.reset();
+    cfg.address = bare.to_string();
+    if (address->username) cfg.username = address->username;
+  }
   cfg.client_name = "rlock-cli";
   cfg.timeout = opts.timeout;
   cfg.connect_timeout = opts.connect_timeout;
@@ -166,9 +238,12 @@ std::vector<std::string> connection_arguments(const connection_options& opts) {
 
 const char* connection_environment_help() {
   return "Environment:\n"
-         "  RLOCK_URL       server URL when --url is not given\n"
-         "  RLOCK_PASSWORD  password when --password-file is not given (never pass a password\n"
-         "                  as an option: it would show in ps)\n";
+         "  RLOCK_URL       server URL when --url is not given; a password in it is used\n"
+         "                  unless --password-file is given\n"
+         "  RLOCK_PASSWORD  password when neither --password-file nor RLOCK_URL gives one\n"
+         "                  (never pass a password as an option: it would show in ps)\n"
+         "rlock exec removes RLOCK_PASSWORD, and RLOCK_URL when it holds a password, from the\n"
+         "command's environment.\n";
 }
 
 }  // namespace rlock::cli

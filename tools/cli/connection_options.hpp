@@ -1,16 +1,17 @@
 // connection_options.hpp: the options every rlock command shares to reach Redis, and how they
 // become an rlock::config.
 //
-// Sources, first match wins:
+// Sources, first match wins (an option given on the command line beats the environment):
 //   server    --url, else $RLOCK_URL, else redis://127.0.0.1:6379
-//   password  the URL's own, else --password-file FILE (first line), else $RLOCK_PASSWORD;
-//             never an option value, so it does not show in `ps`
-//   user      the URL's own, else --user NAME (ACL user)
+//   password  --password-file FILE (first line), else the URL's own (only $RLOCK_URL may carry
+//             one), else $RLOCK_PASSWORD; never an option value, so it does not show in `ps`
+//   user      --user NAME or the URL's own (ACL user); both given and different: usage error
 //   TLS       rediss:// URLs; --tls-ca, --tls-cert, --tls-key, --tls-insecure
 //
 // Guarantees of make_config(): it validates everything it can without the network and throws
-// command_error: usage (64) for a malformed URL (naming where it came from and why) or
-// inconsistent TLS options; no_input (66) for a file that cannot be read. Retries are scaled
+// command_error: usage (64) for a malformed URL (naming where it came from and why), a --user
+// that contradicts the URL's user, or inconsistent TLS options; no_input (66) for a file that
+// cannot be opened or read (a directory included). Retries are scaled
 // so that a command retried until its last attempt stays within --connect-timeout: delays
 // start at 10 ms and double up to min(1 s, connect timeout / 4), with as many attempts as fit
 // in three quarters of the connect timeout in the worst case (Redisson's 4 attempts of 1-2 s
@@ -40,7 +41,8 @@ struct connection_options {
   std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(10000);
 };
 
-/// Adds the shared options to `app` (group "Connection").
+/// Adds the shared options to `app` (group "Connection"). An empty value (--url '') is a usage
+/// error when parsing: it is never silently replaced by the environment or a default.
 void add_connection_options(CLI::App& app, connection_options& opts);
 
 /// The server URL (--url, $RLOCK_URL or the default), not yet validated.
@@ -52,6 +54,11 @@ rlock::config make_config(const connection_options& opts);
 /// The password rlock would use, if any (from --password-file or $RLOCK_PASSWORD); throws
 /// command_error(no_input) if the file cannot be read.
 std::optional<std::string> resolve_password(const connection_options& opts);
+
+/// The names of rlock's environment variables that hold a secret now: RLOCK_PASSWORD, and
+/// RLOCK_URL when its URL has a password. `rlock exec` removes them from its command's
+/// environment.
+std::vector<std::string> secret_environment_names();
 
 /// The options as arguments for a child rlock process (a demo or bench worker): --url if given
 /// (a URL from $RLOCK_URL reaches the child through the environment it inherits), timeouts,

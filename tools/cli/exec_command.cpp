@@ -44,7 +44,9 @@ constexpr const char* footer_text =
     "should `exec` the real program.\n"
     "\n"
     "Environment of the command: RLOCK_NAME=<NAME>. RLOCK_TOKEN=<fencing token> only for locks\n"
-    "that have one (not the reentrant lock: it is never set now).\n"
+    "that have one (not the reentrant lock: it is never set now). RLOCK_PASSWORD, and\n"
+    "RLOCK_URL when it holds a password, are removed: the command does not get rlock's\n"
+    "credentials.\n"
     "\n"
     "While waiting, a status line on a terminal's stderr shows the holder, its TTL and the time\n"
     "waited; with --verbose also when stderr is not a terminal (one line every 5 s).\n"
@@ -62,10 +64,14 @@ std::optional<std::string> fencing_token(const rlock::lock& /*lock*/, std::uint6
   return std::nullopt;
 }
 
-/// RLOCK_NAME, and RLOCK_TOKEN set or removed (an outer `rlock exec` may have set it).
+/// RLOCK_NAME, RLOCK_TOKEN set or removed (an outer `rlock exec` may have set it), and rlock's
+/// secrets removed: the command is not given the credentials rlock used.
 std::vector<std::string> command_environment(const std::string& name,
                                              const std::optional<std::string>& token) {
-  return {"RLOCK_NAME=" + name, token ? "RLOCK_TOKEN=" + *token : "RLOCK_TOKEN"};
+  std::vector<std::string> env{"RLOCK_NAME=" + name,
+                               token ? "RLOCK_TOKEN=" + *token : "RLOCK_TOKEN"};
+  for (std::string& secret : secret_environment_names()) env.push_back(std::move(secret));
+  return env;
 }
 
 std::string loss_reason(const exec_options& o) {

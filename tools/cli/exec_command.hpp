@@ -11,7 +11,8 @@
 //    it ended; 126/127 when the command cannot be executed / is not found; 64 usage; 69 server
 //    unavailable. Every status rlock chooses itself comes with one line on stderr.
 //  - The command sees RLOCK_NAME=<name>. RLOCK_TOKEN is set only for locks with a fencing token
-//    (none yet: the reentrant lock has none, and an inherited RLOCK_TOKEN is removed).
+//    (none yet: the reentrant lock has none, and an inherited RLOCK_TOKEN is removed). It never
+//    sees RLOCK_PASSWORD, nor an RLOCK_URL that holds a password (both are removed).
 #pragma once
 
 #include <CLI/CLI.hpp>
