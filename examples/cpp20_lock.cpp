@@ -27,8 +27,8 @@ int main(int argc, char** argv) try {
   // 1. A std::mutex-like lock shared with any Redisson (Java) client using the same name.
   rlock::lock orders = client.get_lock("orders");
   {
-    // Watchdog lease: renewed every 10 s while held. A release that fails in the guard's
-    // (noexcept) destructor ends the program: where that must not happen, use with_lock.
+    // Watchdog lease: renewed every 10 s while held. unlock() never throws (BasicLockable), so
+    // the guard is safe; a lock lost before or during the release stops the loss token.
     std::lock_guard guard(orders);
     std::cout << "holding 'orders'; TTL " << orders.remain_time_to_live().count() << " ms\n";
     // Know when the lock is gone, and until when it is certainly still ours.

@@ -64,10 +64,7 @@ reentrant_lock client::get_lock(std::string name) const {
 }
 
 void client::release_quietly(reentrant_lock& l) noexcept {
-  try {
-    l.unlock();
-  } catch (...) {  // NOLINT(bugprone-empty-catch): the caller's exception is the one to report
-  }
+  l.unlock();  // the caller's exception is the one to report
 }
 
 const std::string& client::id() const {

@@ -211,13 +211,29 @@ bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
   return acquire(o);
 }
 
-void reentrant_lock::unlock() {
-  check_blocking_allowed();
+std::error_code reentrant_lock::release(std::string* why) noexcept {
+  // On one of the client's I/O threads it could not wait; that thread holds nothing of the
+  // blocking API (a blocking acquire there is refused), so there is nothing to release either.
+  if (svc_->engine()->on_io_thread()) return make_error_code(errc::invalid_argument);
   detail::blocking_result<std::error_code> w;
-  std::string why;
   start_unlock(
-      this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, &why, true);
-  const auto ec = w.take(spin(), &detail::connection::poll_replies_of_this_thread);
+      this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, why, true);
+  return w.take(spin(), &detail::connection::poll_replies_of_this_thread);
+}
+
+void reentrant_lock::unlock() noexcept {
+  // A failure is the loss of the hold, told through its loss_token() (see lock.hpp).
+  (void)release(nullptr);
+}
+
+void reentrant_lock::unlock(std::error_code& ec) noexcept {
+  ec = release(nullptr);
+}
+
+void reentrant_lock::unlock_or_throw() {
+  check_blocking_allowed();
+  std::string why;
+  const std::error_code ec = release(&why);
   if (ec == errc::not_owner) {
     throw error(ec, "attempt to unlock lock '" + name_ + "', not locked by current thread (owner " +
                         svc_->owner_field(this_thread_owner_id()) + ")");

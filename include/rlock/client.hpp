@@ -123,12 +123,12 @@ class client {
       if constexpr (std::is_void_v<result>) {
         call();
         unlocking = true;
-        l.unlock();
+        l.unlock_or_throw();
         return;
       } else {
         result r = call();
         unlocking = true;
-        l.unlock();
+        l.unlock_or_throw();
         return r;
       }
     } catch (...) {

@@ -62,8 +62,9 @@
 //     the caller's wait; a single attempt (try_lock() without a wait) returns false.
 //
 // Invalid: calling a blocking member from one of the client's own completion handlers (it
-// throws errc::invalid_argument instead of deadlocking); unlocking a hold of another owner
-// (throws errc::not_owner, like Redisson's IllegalMonitorStateException).
+// throws errc::invalid_argument instead of deadlocking; unlock() does nothing there);
+// unlocking a hold of another owner (unlock_or_throw() throws errc::not_owner, like Redisson's
+// IllegalMonitorStateException; unlock() does nothing).
 #pragma once
 
 #include <asio.hpp>
@@ -156,12 +157,31 @@ class reentrant_lock {
   }
   /// General form: returns whether the lock was acquired.
   bool acquire(const acquire_options& opts);
-  /// Releases one hold. Throws errc::not_owner if the calling thread does not hold the lock
-  /// (also when it held it and the lock was lost), and errc::timeout or errc::connection_lost
-  /// when the release's outcome is unknown. Under std::lock_guard or std::scoped_lock, whose
-  /// destructors are noexcept, such a throw ends the program: use client::with_lock, or unlock
-  /// inside try/catch, where a failed release must not be fatal.
-  void unlock();
+  /// Releases one hold of the calling thread and waits for the server's answer (bounded like
+  /// every request: config::timeout per attempt, config::retry_attempts). Never throws, as
+  /// BasicLockable requires, so std::lock_guard, std::unique_lock and std::scoped_lock are safe.
+  /// A release that fails loses nothing silently:
+  ///  - the lock was gone already (expired, force-unlocked, lost in a failover): the hold's
+  ///    loss_token() is stopped, at the latest when unlock() returns;
+  ///  - the final release's outcome is unknown (timeout, connection lost): renewal was
+  ///    cancelled before it was sent, so the lock ends with its lease at the latest, and the
+  ///    loss_token() is stopped;
+  ///  - a partial release's outcome is unknown: counted as done; the final release then
+  ///    releases whatever is left on the server;
+  ///  - the calling thread holds no hold, or calls from one of the client's completion
+  ///    handlers: nothing happens.
+  /// So a loss_token() taken while holding tells, after the release, whether the lock was held
+  /// to the end. unlock(ec) and unlock_or_throw() say what went wrong.
+  void unlock() noexcept;
+  /// As unlock(); `ec` is {} when one hold was released, errc::not_owner when the calling thread
+  /// held none (also when it held the lock and the lock was lost), errc::timeout or
+  /// errc::connection_lost when the outcome is unknown, errc::shutdown after
+  /// client::shutdown(), errc::invalid_argument from one of the client's completion handlers.
+  void unlock(std::error_code& ec) noexcept;
+  /// As unlock(ec), but throws rlock::error for a failure, with the server's reply in what()
+  /// (Redisson's unlock(): IllegalMonitorStateException is errc::not_owner). Not for the
+  /// destructor of a lock guard.
+  void unlock_or_throw();
   /// Deletes the lock whoever holds it and wakes its waiters; true if a lock existed. With the
   /// queued hand-off the first live queued waiter gets the lock at once. Holders in other
   /// processes learn of the loss at their next renewal (or when their lease ends); holders of
@@ -318,6 +338,8 @@ class reentrant_lock {
   void start_hold_count(std::uint64_t owner, callback<long long> cb);
   void start_ttl(callback<milliseconds> cb);
   void check_blocking_allowed() const;
+  /// The blocking release behind unlock(), unlock(ec) and unlock_or_throw().
+  std::error_code release(std::string* why) noexcept;
   std::chrono::microseconds spin() const;
 
   std::shared_ptr<detail::lock_service> svc_;

@@ -73,7 +73,7 @@ TEST(fault_acquire_undo, a_stale_undo_does_not_release_a_later_acquire_of_the_sa
 
   // The holder unlocks: the lock goes to the queue's head, the waiter's owner. The same thread
   // acquires again: the lock is already its own, so it holds it at once.
-  theirs.unlock();
+  theirs.unlock_or_throw();
   ASSERT_TRUE(mine.try_lock(2000ms));
   const std::stop_token lost = mine.loss_token();
   const std::string field = waiter.id() + ":" + std::to_string(this_thread_owner_id());
@@ -88,7 +88,7 @@ TEST(fault_acquire_undo, a_stale_undo_does_not_release_a_later_acquire_of_the_sa
       << "the undo of the first acquire released the second one (holder's valid_until() ahead: "
       << deadline_ahead << ", loss token stopped: " << told << ")";
   try {
-    mine.unlock();
+    mine.unlock_or_throw();
   } catch (const error&) {
   }
 }
@@ -130,7 +130,7 @@ TEST(fault_acquire_undo, an_unlock_after_a_re_entry_that_gave_up_does_not_overta
       << "reconnected";
 
   // The owner releases its one hold, as far as it knows.
-  l.unlock();
+  l.unlock_or_throw();
   EXPECT_TRUE(test::wait_until(
       [&] {
         return server.cli({"EXISTS", "reentry"}) == "0";

@@ -307,7 +307,7 @@ void run(const worker_options& o, history_writer& out) {
     release.valid_until_ns = valid_until_ns(l);
     out.log(release);
     try {
-      l.unlock();
+      l.unlock_or_throw();
       out.log(make(event_kind::release_ok, owner));
     } catch (const rlock::error& e) {
       event fail = make(event_kind::release_fail, owner);

@@ -47,7 +47,7 @@ TEST(fault_loss_signal, token_is_stopped_when_the_lease_ran_out_before_the_unloc
 
   // The holder, which runs first, unlocks: the key expired, so the unlock reports not_owner.
   try {
-    l.unlock();
+    l.unlock_or_throw();
     ADD_FAILURE() << "unlock after the lease ran out must report not_owner";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::not_owner) << e.what();
@@ -71,7 +71,8 @@ TEST(fault_loss_signal, a_hold_whose_unlock_failed_is_still_renewed_or_reported_
   const std::stop_token lost = l.loss_token();
 
   server.kill();
-  EXPECT_THROW(l.unlock(), error) << "the server is down: the unlock cannot have been applied";
+  EXPECT_THROW(l.unlock_or_throw(), error)
+      << "the server is down: the unlock cannot have been applied";
   server.restart();
   ASSERT_EQ(server.cli({"EXISTS", "unlock-failed"}), "1") << "still held, as far as Redis knows";
   EXPECT_EQ(l.hold_count(), 1) << "still held, as far as the client knows";
@@ -97,7 +98,7 @@ TEST(fault_loss_signal, a_hold_whose_unlock_failed_is_still_renewed_or_reported_
   const bool taken = theirs.try_lock();
   EXPECT_TRUE(!taken || lost_again.stop_requested())
       << "another client acquired the lock while its holder was neither renewing nor told";
-  if (taken) theirs.unlock();
+  if (taken) theirs.unlock_or_throw();
 }
 
 }  // namespace

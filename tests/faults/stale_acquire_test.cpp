@@ -53,7 +53,7 @@ TEST(fault_stale_acquire, a_reply_later_than_the_lease_is_not_returned_as_held) 
     out.lost = l.loss_token().stop_requested();
     out.count =
         server.cli({"HGET", "stale", c.id() + ":" + std::to_string(this_thread_owner_id())});
-    l.unlock();
+    l.unlock_or_throw();
     out.unlocked = true;
     return out;
   });

@@ -42,7 +42,7 @@ TEST(fault_unlock_outcome, an_unlock_applied_without_a_reply_is_not_reported_as_
   proxy.set_mode(proxy_mode::drop_replies);
   std::error_code ec;
   try {
-    l.unlock();
+    l.unlock_or_throw();
   } catch (const error& e) {
     ec = e.code();
   }
@@ -71,13 +71,13 @@ TEST(fault_unlock_outcome, a_resent_unlock_is_answered_by_its_latch_which_keeps_
     return keys;
   };
   l.lock();
-  l.unlock();  // answered on its only attempt: its latch goes with the lock's next unlock
+  l.unlock_or_throw();  // answered on its only attempt: its latch goes with the lock's next unlock
   l.lock();
   const auto first = latches();
   ASSERT_EQ(first.size(), 1u);
 
   proxy.set_mode(proxy_mode::drop_one_reply);
-  l.unlock();  // runs, the reply is lost, the resent attempt reads the latch: released
+  l.unlock_or_throw();  // runs, the reply is lost, the resent attempt reads the latch: released
   EXPECT_EQ(proxy.stats().replies_dropped, 1u);
   EXPECT_EQ(server.cli({"EXISTS", "resent"}), "0");
   const auto resent = latches();
@@ -85,7 +85,8 @@ TEST(fault_unlock_outcome, a_resent_unlock_is_answered_by_its_latch_which_keeps_
   EXPECT_NE(resent[0], first[0]);
 
   l.lock();
-  l.unlock();  // the next unlock script of the lock: it must not delete the resent one's latch
+  l.unlock_or_throw();  // the next unlock script of the lock: it must not delete the resent one's
+                        // latch
   const auto after = latches();
   ASSERT_EQ(after.size(), 2u);
   ASSERT_TRUE(std::find(after.begin(), after.end(), resent[0]) != after.end());
@@ -160,7 +161,7 @@ TEST(fault_unlock_outcome, a_partial_unlock_lost_before_the_server_does_not_keep
   proxy.set_mode(proxy_mode::hang);  // the unlock is written, held by the proxy, never relayed
   std::error_code ec;
   try {
-    l.unlock();
+    l.unlock_or_throw();
   } catch (const error& e) {
     ec = e.code();
   }
@@ -168,7 +169,7 @@ TEST(fault_unlock_outcome, a_partial_unlock_lost_before_the_server_does_not_keep
   proxy.set_mode(proxy_mode::reset);  // what it held is dropped, not relayed late
   proxy.set_mode(proxy_mode::pass);
   ASSERT_EQ(server.cli({"HGET", "partial", field}), "2") << "the partial unlock did not run";
-  l.unlock();  // the owner's last hold, as far as it knows
+  l.unlock_or_throw();  // the owner's last hold, as far as it knows
   EXPECT_EQ(server.cli({"EXISTS", "partial"}), "0");
 }
 

@@ -24,7 +24,7 @@ inline config config_for(const redis_server& server) {
 inline std::future<bool> try_lock_then_unlock_async(lock& l, std::chrono::milliseconds wait) {
   return std::async(std::launch::async, [&l, wait] {
     const bool ok = l.try_lock(wait);
-    if (ok) l.unlock();
+    if (ok) l.unlock_or_throw();
     return ok;
   });
 }

@@ -190,7 +190,7 @@ TEST(connection, a_server_that_refuses_client_setname_is_used_anyway) {
   EXPECT_EQ(c.execute({"PING"}).str(), "PONG");
   lock l = c.get_lock("no-client-command");
   l.lock();
-  l.unlock();
+  l.unlock_or_throw();
 }
 
 TEST(connection, shutdown_fails_pending_work_without_hanging) {
@@ -225,7 +225,7 @@ TEST(connection, calls_after_shutdown_fail_at_once) {
     EXPECT_LT(ms_since(t0), 1000);
   };
   expect_shutdown([&] { c.execute({"PING"}); });
-  expect_shutdown([&] { l.unlock(); });
+  expect_shutdown([&] { l.unlock_or_throw(); });
   expect_shutdown([&] { l.lock(); });
   expect_shutdown([&] { (void)l.try_lock(1s); });
   // Handlers on the client's executor (the default) run although its threads have ended.

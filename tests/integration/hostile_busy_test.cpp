@@ -92,7 +92,7 @@ TEST(hostile_busy, an_acquire_with_time_left_retries_before_its_deadline_and_get
   EXPECT_FALSE(o.ec) << o.what;
   EXPECT_LT(o.took, (wait + slack).count());
   spell.wait_end();
-  if (o.value) l.unlock();
+  if (o.value) l.unlock_or_throw();
   EXPECT_EQ(server.cli({"EXISTS", "busy"}), "0");
 }
 
@@ -114,7 +114,7 @@ TEST(hostile_busy, a_wait_that_ends_while_the_server_is_busy_reports_server_busy
   spell.wait_end();
   EXPECT_EQ(server.cli({"DBSIZE"}), "0") << "nothing ran";
   ASSERT_TRUE(l.try_lock());
-  l.unlock();
+  l.unlock_or_throw();
 }
 
 TEST(hostile_busy, a_client_that_connects_during_a_spell_says_the_server_is_busy) {
@@ -161,7 +161,7 @@ TEST(hostile_busy, a_lock_held_through_a_spell_shorter_than_its_lease_is_kept) {
   EXPECT_TRUE(l.is_held_by_current_thread());
   // Renewed after the spell: the lease goes on past the first one's end.
   EXPECT_TRUE(wait_until([&] { return l.remain_time_to_live() > 2500ms; }, 3s));
-  l.unlock();
+  l.unlock_or_throw();
   EXPECT_FALSE(lost.stop_requested());
   EXPECT_EQ(server.cli({"EXISTS", "busy"}), "0");
 }

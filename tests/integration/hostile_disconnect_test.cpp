@@ -61,7 +61,7 @@ TEST(hostile_disconnect, client_kill_of_everything_mid_wait_neither_hangs_nor_lo
   auto waiter = std::async(std::launch::async, [&] {
     return run_bounded([&] {
       const bool ok = lb.try_lock(wait);
-      if (ok) lb.unlock();
+      if (ok) lb.unlock_or_throw();
       return ok;
     });
   });
@@ -69,7 +69,7 @@ TEST(hostile_disconnect, client_kill_of_everything_mid_wait_neither_hangs_nor_lo
   kill_every_client(server);
   // The holder's connection is gone too: its unlock (idempotent) goes out after reconnecting.
   const outcome unlock = run_bounded([&] {
-    la.unlock();
+    la.unlock_or_throw();
     return true;
   });
   EXPECT_TRUE(unlock.value) << unlock.what;

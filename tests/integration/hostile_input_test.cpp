@@ -38,7 +38,7 @@ TEST(hostile_input, binary_and_one_mib_names_are_kept_byte_for_byte_and_exclude_
     ASSERT_TRUE(la.try_lock());
     EXPECT_EQ(server.cli_reply({"HLEN", name}).integer, 1) << "the key is the name as given";
     EXPECT_FALSE(b.get_lock(name).try_lock()) << "another client is excluded";
-    la.unlock();
+    la.unlock_or_throw();
     EXPECT_EQ(server.cli_reply({"EXISTS", name}).integer, 0);
   }
   // A name that differs only after a NUL byte is another lock.
@@ -46,8 +46,8 @@ TEST(hostile_input, binary_and_one_mib_names_are_kept_byte_for_byte_and_exclude_
   auto l2 = b.get_lock(std::string("p\0r", 3));
   ASSERT_TRUE(l1.try_lock());
   EXPECT_TRUE(l2.try_lock());
-  l1.unlock();
-  l2.unlock();
+  l1.unlock_or_throw();
+  l2.unlock_or_throw();
 }
 
 TEST(hostile_input, zero_and_negative_waits_make_one_attempt_on_a_held_lock) {
@@ -79,18 +79,18 @@ TEST(hostile_input, an_enormous_wait_on_a_held_lock_waits_instead_of_overflowing
     auto waiter = std::async(std::launch::async, [&] {
       return run_bounded([&] {
         const bool ok = lb.try_lock(wait);
-        if (ok) lb.unlock();
+        if (ok) lb.unlock_or_throw();
         return ok;
       });
     });
     // Still waiting (an overflowed deadline would have returned false at once).
     ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "big-wait") == 1; }, 5s));
-    la.unlock();
+    la.unlock_or_throw();
     const outcome o = waiter.get();
     EXPECT_TRUE(o.value) << o.what;
     la.lock();
   }
-  la.unlock();
+  la.unlock_or_throw();
 }
 
 TEST(hostile_input, leases_zero_negative_and_enormous) {
@@ -105,10 +105,10 @@ TEST(hostile_input, leases_zero_negative_and_enormous) {
     const long long pttl = server.cli_reply({"PTTL", "lease"}).integer;
     EXPECT_GT(pttl, watchdog - 5000) << lease.count();
     EXPECT_LE(pttl, watchdog) << lease.count();
-    l.unlock();
+    l.unlock_or_throw();
     l.lock(lease);
     EXPECT_GT(server.cli_reply({"PTTL", "lease"}).integer, watchdog - 5000) << lease.count();
-    l.unlock();
+    l.unlock_or_throw();
   }
   // Enormous leases are refused before anything is sent, through every entry point.
   for (const milliseconds lease :
@@ -132,7 +132,7 @@ TEST(hostile_input, unlock_from_a_thread_that_never_locked_is_not_owner_and_touc
   const auto before = server.cli_reply({"HGETALL", "nt"});
   const outcome other = std::async(std::launch::async, [&] {
                           return run_bounded([&] {
-                            l.unlock();
+                            l.unlock_or_throw();
                             return true;
                           });
                         }).get();
@@ -145,10 +145,10 @@ TEST(hostile_input, unlock_from_a_thread_that_never_locked_is_not_owner_and_touc
   l.async_unlock(this_thread_owner_id() + 1000, [&p](std::error_code ec) { p.set_value(ec); });
   EXPECT_EQ(p.get_future().get(), errc::not_owner);
   EXPECT_EQ(server.cli_reply({"HGETALL", "nt"}), before);
-  l.unlock();
+  l.unlock_or_throw();
   // A lock nobody holds: not_owner as well, and nothing is created.
   const outcome free_lock = run_bounded([&] {
-    l.unlock();
+    l.unlock_or_throw();
     return true;
   });
   EXPECT_EQ(free_lock.ec, errc::not_owner) << free_lock.what;
@@ -175,7 +175,7 @@ TEST(hostile_input, a_string_or_list_key_is_wrong_type_at_once_whatever_the_wait
     const outcome count = run_bounded([&] { return l.hold_count() == 0; });
     EXPECT_EQ(count.ec, errc::wrong_type) << name << " " << count.what;
     const outcome unlock = run_bounded([&] {
-      l.unlock();
+      l.unlock_or_throw();
       return true;
     });
     EXPECT_TRUE(unlock.ec == errc::wrong_type || unlock.ec == errc::not_owner)

@@ -76,7 +76,7 @@ TEST(hostile_oom, acquires_fail_with_out_of_memory_at_once_and_touch_nothing) {
 
   full.free();
   ASSERT_TRUE(l.try_lock());
-  l.unlock();
+  l.unlock_or_throw();
   EXPECT_EQ(server.cli({"EXISTS", "oom"}), "0");
   EXPECT_EQ(server.cli({"GET", "other"}), "v");
 }
@@ -98,7 +98,7 @@ TEST(hostile_oom, a_lock_held_before_memory_ran_out) {
   // The final unlock deletes first (DEL is allowed at maxmemory, and a script that has written
   // may go on), so it releases the lock, wakes waiters and frees memory.
   const outcome unlock = run_bounded([&] {
-    l.unlock();
+    l.unlock_or_throw();
     return true;
   });
   EXPECT_TRUE(unlock.value) << unlock.what;
@@ -106,7 +106,7 @@ TEST(hostile_oom, a_lock_held_before_memory_ran_out) {
   EXPECT_EQ(server.cli({"EXISTS", "held"}), "0");
   full.free();
   ASSERT_TRUE(l.try_lock());
-  l.unlock();
+  l.unlock_or_throw();
   EXPECT_EQ(server.cli({"EXISTS", "held"}), "0");
 }
 

@@ -29,7 +29,7 @@ TEST(lock_failure, kill_9_of_holder_frees_the_lock_within_the_watchdog_timeout) 
   ASSERT_TRUE(l.try_lock(5s));
   // The lease is 1000 ms from the last renewal (every 333 ms): freed within ~1 s plus margin.
   EXPECT_LT(ms_since(t0), 1000 + 300);
-  l.unlock();
+  l.unlock_or_throw();
 }
 
 TEST(lock_failure, client_kill_pubsub_mid_wait_does_not_hang) {
@@ -45,7 +45,7 @@ TEST(lock_failure, client_kill_pubsub_mid_wait_does_not_hang) {
   // Resubscribed, then the unlock message wakes the waiter.
   ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "pk") == 1; }, 5s));
   const auto t0 = steady::now();
-  la.unlock();
+  la.unlock_or_throw();
   EXPECT_TRUE(waiter.get());
   EXPECT_LT(ms_since(t0), 1000);
 }
@@ -166,7 +166,7 @@ TEST(lock_failure, a_server_without_evalsha_is_named_as_such_and_left_untouched)
     }
   }
   try {
-    l.unlock();
+    l.unlock_or_throw();
     FAIL() << "unlocked without EVALSHA";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::command_unavailable) << e.what();
@@ -203,15 +203,15 @@ TEST(lock_failure, bad_names_and_durations) {
   // Binary and 1 MiB names are valid keys.
   auto bin = c.get_lock(std::string("a\0b\r\n", 5));
   ASSERT_TRUE(bin.try_lock());
-  bin.unlock();
+  bin.unlock_or_throw();
   auto huge = c.get_lock(std::string(1 << 20, 'x'));
   ASSERT_TRUE(huge.try_lock());
-  huge.unlock();
+  huge.unlock_or_throw();
   auto l = c.get_lock("dur");
   EXPECT_TRUE(l.try_lock(-5s));  // negative wait == one attempt
-  l.unlock();
+  l.unlock_or_throw();
   EXPECT_TRUE(l.try_lock(std::chrono::milliseconds::max()));  // enormous wait: no overflow
-  l.unlock();
+  l.unlock_or_throw();
   try {
     l.lock(std::chrono::hours(24 * 365 * 1000));
     FAIL() << "an enormous lease must be refused";
@@ -220,7 +220,7 @@ TEST(lock_failure, bad_names_and_durations) {
   }
   l.lock(0ms);  // zero lease: the watchdog lease, as Redisson's -1
   EXPECT_GT(server.cli_reply({"PTTL", "dur"}).integer, 20000);
-  l.unlock();
+  l.unlock_or_throw();
 }
 
 TEST(lock_failure, unlock_from_a_thread_that_never_locked) {
@@ -228,9 +228,9 @@ TEST(lock_failure, unlock_from_a_thread_that_never_locked) {
   client c(config_for(server));
   auto l = c.get_lock("nt");
   l.lock();
-  std::async(std::launch::async, [&] { EXPECT_THROW(l.unlock(), error); }).get();
+  std::async(std::launch::async, [&] { EXPECT_THROW(l.unlock_or_throw(), error); }).get();
   EXPECT_EQ(l.hold_count(), 1);
-  l.unlock();
+  l.unlock_or_throw();
 }
 
 }  // namespace

@@ -43,12 +43,12 @@ TEST(lock, reentrant_hold_count_and_ttl_reset) {
   EXPECT_EQ(l.hold_count(), 3);
   // Re-entry resets the TTL to the new acquire's lease (the watchdog's 30 s here).
   EXPECT_GT(server.cli_reply({"PTTL", "re"}).integer, 20000);
-  l.unlock();
+  l.unlock_or_throw();
   EXPECT_EQ(server.cli({"EXISTS", "re"}), "1");
-  l.unlock();
+  l.unlock_or_throw();
   EXPECT_EQ(server.cli({"EXISTS", "re"}), "1");
   EXPECT_EQ(l.hold_count(), 1);
-  l.unlock();
+  l.unlock_or_throw();
   EXPECT_EQ(server.cli({"EXISTS", "re"}), "0");
   EXPECT_FALSE(l.is_locked());
 }
@@ -109,7 +109,7 @@ TEST(lock, owner_ids_picked_for_the_async_api_are_never_a_threads) {
     EXPECT_FALSE(l.async_try_lock(id, asio::use_future).get()) << "owner " << id;
   }
   EXPECT_EQ(server.cli_reply({"HLEN", "picked"}).integer, 1);
-  l.unlock();
+  l.unlock_or_throw();
 }
 
 // A client that closes deletes the unlock latches it kept for its next unlock script (which it
@@ -121,7 +121,7 @@ TEST(lock, a_client_that_closes_leaves_no_unlock_latch_behind) {
     client c(config_for(server));
     auto l = c.get_lock("latched");
     l.lock();
-    l.unlock();
+    l.unlock_or_throw();
     ASSERT_EQ(server.cli_reply({"KEYS", "redisson_unlock_latch:*"}).elements.size(), 1u);
   }
   EXPECT_EQ(server.cli_reply({"KEYS", "redisson_unlock_latch:*"}).elements.size(), 0u);
@@ -145,9 +145,9 @@ TEST(lock, re_entry_with_another_lease_keeps_the_watchdog_and_valid_until_true) 
         << "not renewed; PTTL " << pttl("re-short");
     EXPECT_FALSE(l.loss_token().stop_requested());
     EXPECT_GT(l.valid_until(), steady::now());
-    l.unlock();  // partial: the watchdog's lease is set again
+    l.unlock_or_throw();  // partial: the watchdog's lease is set again
     EXPECT_GT(pttl("re-short"), 2000);
-    l.unlock();
+    l.unlock_or_throw();
     EXPECT_EQ(server.cli({"EXISTS", "re-short"}), "0");
   }
   {
@@ -159,8 +159,8 @@ TEST(lock, re_entry_with_another_lease_keeps_the_watchdog_and_valid_until_true) 
     ASSERT_TRUE(wait_until([&] { return l.valid_until() > first + 300ms; }, 3s)) << "not renewed";
     EXPECT_EQ(server.cli({"EXISTS", "re-renew"}), "1");
     EXPECT_FALSE(l.loss_token().stop_requested());
-    l.unlock();
-    l.unlock();
+    l.unlock_or_throw();
+    l.unlock_or_throw();
   }
   {
     // Without the watchdog, a partial unlock sets the last acquire's lease; valid_until()
@@ -168,7 +168,7 @@ TEST(lock, re_entry_with_another_lease_keeps_the_watchdog_and_valid_until_true) 
     auto l = c.get_lock("re-lease");
     l.lock(20s);
     l.lock(800ms);
-    l.unlock();
+    l.unlock_or_throw();
     const auto server_end = steady::now() + std::chrono::milliseconds(pttl("re-lease"));
     EXPECT_LE(l.valid_until(), server_end + 50ms) << "valid_until() beyond the server's TTL";
     std::promise<void> lost;
@@ -190,7 +190,7 @@ TEST(lock, lease_expires_and_is_not_renewed) {
   const auto waited = ms_since(t0);
   EXPECT_GE(waited, 250);
   EXPECT_LT(waited, 1500);
-  lb.unlock();
+  lb.unlock_or_throw();
 }
 
 TEST(lock, watchdog_keeps_the_lock_alive_then_stops_after_unlock) {
@@ -206,7 +206,7 @@ TEST(lock, watchdog_keeps_the_lock_alive_then_stops_after_unlock) {
   EXPECT_FALSE(other.get_lock("wd").try_lock(3000ms));
   EXPECT_EQ(server.cli({"EXISTS", "wd"}), "1");
   EXPECT_GT(l.valid_until(), steady::now());
-  l.unlock();
+  l.unlock_or_throw();
   // After unlock no renewal is ever sent: the key does not come back and EVALSHA calls stop.
   auto evals = [&] {
     auto info = server.cli({"INFO", "commandstats"});
@@ -236,11 +236,40 @@ TEST(lock, loss_signal_fires_within_one_renewal_period_and_unlock_reports_not_ow
   ASSERT_EQ(f.wait_for(2s), std::future_status::ready);
   EXPECT_LE(std::chrono::duration_cast<std::chrono::milliseconds>(f.get() - t0).count(), 300 + 150);
   try {
-    l.unlock();
+    l.unlock_or_throw();
     FAIL() << "unlock of a lost lock must report not_owner";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::not_owner);
   }
+}
+
+// reentrant_lock is BasicLockable, whose unlock() must not throw. A lock lost inside a
+// std::lock_guard used to end the program: the guard's noexcept destructor called an unlock()
+// that threw not_owner (std::terminate). Now that release fails quietly, the loss is told through
+// the hold's loss token, and unlock(ec) says what happened.
+TEST(lock, a_lock_guard_over_a_lost_lock_ends_without_terminating_and_the_loss_is_told) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("guarded");
+  std::stop_token lost;
+  {
+    std::lock_guard guard(l);
+    lost = l.loss_token();
+    // Lost while held; with the 30 s watchdog lease, the next renewal is 10 s away.
+    ASSERT_EQ(server.cli({"DEL", "guarded"}), "1");
+    EXPECT_FALSE(lost.stop_requested());
+  }
+  EXPECT_TRUE(lost.stop_requested()) << "told when its release found the lock gone";
+  EXPECT_FALSE(l.is_held_by_current_thread());
+  l.lock();
+  std::error_code ec = make_error_code(errc::timeout);
+  l.unlock(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(server.cli({"EXISTS", "guarded"}), "0");
+  l.unlock(ec);
+  EXPECT_EQ(ec, errc::not_owner);
+  l.unlock();  // holds nothing: nothing happens
+  EXPECT_THROW(l.unlock_or_throw(), error);
 }
 
 // A lock's key deleted and re-created as another type (a string here) makes HEXISTS fail with
@@ -265,7 +294,7 @@ TEST(lock, a_key_recreated_as_another_type_does_not_fail_its_renewal_batch) {
   ASSERT_TRUE(wait_until([&] { return healthy.valid_until() > first_deadline; }, 2s));
   EXPECT_FALSE(healthy.loss_token().stop_requested());
   EXPECT_EQ(server.cli({"GET", "batch-taken"}), "a string");  // left as it was
-  healthy.unlock();
+  healthy.unlock_or_throw();
 }
 
 // A hold is reported lost (renewal could not reach a paused server before its lease ended) while
@@ -351,7 +380,7 @@ TEST(lock, watchdog_renews_in_batches_of_at_most_one_hundred_keys) {
   EXPECT_GE(scripts, 3 * 3);
   EXPECT_LE(scripts, 3 * 5);
   for (auto& l : held) EXPECT_EQ(server.cli({"PTTL", l.key()}).size() > 0, true);
-  for (auto& l : held) l.unlock();
+  for (auto& l : held) l.unlock_or_throw();
 }
 
 TEST(lock, lease_loss_is_signalled_when_the_lease_runs_out) {
@@ -382,12 +411,12 @@ TEST(lock, try_lock_with_wait_times_out_or_wins_promptly) {
     const auto w0 = steady::now();
     const bool ok = lb.try_lock(10s);
     const auto ms = ms_since(w0);
-    if (ok) lb.unlock();
+    if (ok) lb.unlock_or_throw();
     return std::pair{ok, ms};
   });
   ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "tw") == 1; }, 3s));
   t0 = steady::now();
-  la.unlock();
+  la.unlock_or_throw();
   auto [ok, ms] = waiter.get();
   EXPECT_TRUE(ok);
   EXPECT_LT(ms_since(t0), 500);
@@ -414,7 +443,7 @@ TEST(lock, try_lock_for_the_longest_duration_waits) {
       },
       5s));
   EXPECT_EQ(f.wait_for(0s), std::future_status::timeout) << "gave up without waiting";
-  held.unlock();
+  held.unlock_or_throw();
   ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
   EXPECT_TRUE(f.get());
   waiter.join();
@@ -429,7 +458,7 @@ TEST(lock, non_owner_unlock_leaves_the_key_and_force_unlock_wakes_waiters) {
   const auto before = server.cli_reply({"HGETALL", "fu"});
   auto lb = b.get_lock("fu");
   try {
-    lb.unlock();
+    lb.unlock_or_throw();
     FAIL();
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::not_owner);
@@ -476,7 +505,7 @@ TEST(lock, threads_of_one_client_without_the_queue_each_get_their_turn) {
         }
         if (inside.fetch_add(1) != 0) ++overlaps;
         inside.fetch_sub(1);
-        l.unlock();
+        l.unlock_or_throw();
       }
     });
   }

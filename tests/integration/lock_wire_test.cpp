@@ -29,7 +29,7 @@ TEST(lock_wire, hash_field_and_ttl_after_lock) {
   const auto pttl = server.cli_reply({"PTTL", "wire"}).integer;
   EXPECT_GT(pttl, 29000);
   EXPECT_LE(pttl, 30000);
-  l.unlock();
+  l.unlock_or_throw();
 }
 
 // The latches of `name`'s unlocks on the server: {key, value, PTTL}.
@@ -55,7 +55,7 @@ TEST(lock_wire, final_unlock_publishes_zero_and_sets_the_latch) {
   ASSERT_TRUE(sub.read(2s).has_value());  // subscribe confirmation
   l.lock();
   l.lock();
-  l.unlock();  // partial: no message
+  l.unlock_or_throw();  // partial: no message
   // Latch keys: one per unlock call, "0" for a partial unlock and "1" for the final one, with a
   // PX TTL of about (timeout + retry delay) x attempts.
   auto latches = latches_of(server, "pub");
@@ -66,7 +66,7 @@ TEST(lock_wire, final_unlock_publishes_zero_and_sets_the_latch) {
   EXPECT_EQ(latches[0].value, "0");
   EXPECT_GT(latches[0].pttl, 10000);
   EXPECT_LE(latches[0].pttl, (3000 + 100) * 4);  // config_for: timeout 3000, retry delay max 100
-  l.unlock();                                    // final: "0"
+  l.unlock_or_throw();                           // final: "0"
   auto msg = sub.read(2s);
   ASSERT_TRUE(msg.has_value());
   ASSERT_EQ(msg->elements.size(), 3u);
@@ -97,12 +97,12 @@ TEST(lock_wire, an_answered_unlocks_latch_goes_with_the_locks_next_unlock_script
     };
     l.lock();
     EXPECT_EQ(latches_of(server, "spent").size(), 0u);
-    l.unlock();
+    l.unlock_or_throw();
     std::string kept = only_latch();
     for (int i = 0; i < 3; ++i) {
       l.lock();
       EXPECT_EQ(only_latch(), kept) << "an acquire leaves it: only unlocks carry spent latches";
-      l.unlock();  // final release: the spent latch goes in the lock's own DEL
+      l.unlock_or_throw();  // final release: the spent latch goes in the lock's own DEL
       const std::string next = only_latch();
       EXPECT_NE(next, kept) << "deleted by the unlock, which left its own";
       kept = next;
@@ -110,22 +110,22 @@ TEST(lock_wire, an_answered_unlocks_latch_goes_with_the_locks_next_unlock_script
     // A partial release deletes it too (after its own writes), and leaves its own "0" latch.
     l.lock();
     l.lock();
-    l.unlock();
+    l.unlock_or_throw();
     auto latches = latches_of(server, "spent");
     ASSERT_EQ(latches.size(), 1u);
     EXPECT_NE(latches[0].key, kept);
     EXPECT_EQ(latches[0].value, "0");
-    l.unlock();
+    l.unlock_or_throw();
     kept = only_latch();
     // Another lock's script does not touch it (nor could it in a cluster: another slot).
     auto other = c.get_lock("other");
     other.lock();
-    other.unlock();
+    other.unlock_or_throw();
     EXPECT_EQ(only_latch(), kept);
     // The same lock from another thread of the process: its unlock takes the latch along.
     std::async(std::launch::async, [&] {
       l.lock();
-      l.unlock();
+      l.unlock_or_throw();
     }).get();
     EXPECT_NE(only_latch(), kept);
   }
@@ -139,7 +139,7 @@ TEST(lock_wire, names_with_hash_tags_keep_their_own_tag) {
   sub.send({"SUBSCRIBE", "redisson_lock__channel:{user}:lock"});
   ASSERT_TRUE(sub.read(2s).has_value());
   l.lock();
-  l.unlock();
+  l.unlock_or_throw();
   auto msg = sub.read(2s);
   ASSERT_TRUE(msg.has_value());
   EXPECT_EQ(msg->elements[2].str, "0");
@@ -176,7 +176,7 @@ TEST(lock_wire, name_mapper_applies_to_key_and_channel) {
   auto sub = server.client();
   sub.send({"SUBSCRIBE", "redisson_lock__channel:{app:m}"});
   ASSERT_TRUE(sub.read(2s).has_value());
-  l.unlock();
+  l.unlock_or_throw();
   auto msg = sub.read(2s);
   ASSERT_TRUE(msg.has_value());
   EXPECT_EQ(msg->elements[2].str, "0");

@@ -95,7 +95,7 @@ int main(int argc, char** argv) try {
         auto l = c.get_lock(name);
         l.lock();
         c.execute({"RPUSH", name + ":order", std::to_string(index)});
-        l.unlock();
+        l.unlock_or_throw();
       });
     }
     for (auto& th : pool) th.join();

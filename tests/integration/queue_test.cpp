@@ -28,7 +28,7 @@ TEST(queue, arrival_order_is_respected_across_four_processes_of_four_threads) {
         std::vector<std::string>{"ordered", server.url(), "fifo", std::to_string(p), "4"});
   }
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{fifo}") == 16; }, 30s));
-  l.unlock();
+  l.unlock_or_throw();
   for (auto& w : workers) {
     auto status = w.wait_for(30s);
     ASSERT_TRUE(status.has_value());
@@ -51,7 +51,7 @@ TEST(queue, unlock_hands_over_without_an_acquire_script) {
   auto waiter = std::async(std::launch::async, [&] {
     lb.lock();
     const auto fields = server.cli_reply({"HGETALL", "direct"}).as_map();
-    lb.unlock();
+    lb.unlock_or_throw();
     return fields;
   });
   auto evalsha_calls = [&] {
@@ -62,7 +62,7 @@ TEST(queue, unlock_hands_over_without_an_acquire_script) {
   // a's acquire, then b's enqueue and its one re-check once subscribed: three scripts.
   ASSERT_TRUE(wait_until([&] { return evalsha_calls() == 3; }, 5s)) << evalsha_calls();
   ASSERT_EQ(zcard(server, "rlock_queue:{direct}"), 1);
-  la.unlock();
+  la.unlock_or_throw();
   const auto fields = waiter.get();
   EXPECT_EQ(fields.size(), 1u);
   EXPECT_TRUE(fields.begin()->first.starts_with(b.id())) << "handed to the queued waiter";
@@ -99,7 +99,7 @@ TEST(queue, a_waiter_killed_while_queued_is_skipped_after_its_deadline) {
       },
       5s));
   const auto t0 = steady::now();
-  l.unlock();
+  l.unlock_or_throw();
   EXPECT_TRUE(waiter.get());
   EXPECT_LT(ms_since(t0), 1000) << "the stale head is skipped at once";
 }
@@ -113,7 +113,7 @@ TEST(queue, a_waiter_killed_after_being_handed_the_lock_loses_it_within_its_leas
                                                                    "handed", "800", "6000"});
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{handed}") == 1; }, 10s));
   doomed.kill(SIGSTOP);  // alive as far as the queue knows, but it cannot act on the hand-off
-  l.unlock();            // handed to the stopped waiter with its 800 ms lease
+  l.unlock_or_throw();   // handed to the stopped waiter with its 800 ms lease
   EXPECT_EQ(server.cli({"EXISTS", "handed"}), "1");
   doomed.kill(SIGKILL);
   client second(config_for(server));
@@ -121,7 +121,7 @@ TEST(queue, a_waiter_killed_after_being_handed_the_lock_loses_it_within_its_leas
   const auto t0 = steady::now();
   ASSERT_TRUE(l2.try_lock(5s));
   EXPECT_LT(ms_since(t0), 800 + 500) << "recovered within the handed lease";
-  l2.unlock();
+  l2.unlock_or_throw();
 }
 
 TEST(queue, mutual_exclusion_with_queued_and_java_style_barging_clients) {
@@ -167,7 +167,7 @@ TEST(queue, a_stop_request_while_queued_leaves_no_trace) {
   EXPECT_EQ(waiter.get(), errc::stopped);
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{trace}") == 0; }, 2s));
   EXPECT_EQ(server.cli({"EXISTS", "rlock_queue:{trace}", "rlock_queue_live:{trace}"}), "0");
-  la.unlock();
+  la.unlock_or_throw();
   EXPECT_EQ(server.cli({"EXISTS", "trace"}), "0") << "the lock was not handed to the leaver";
 }
 
@@ -185,7 +185,7 @@ TEST(queue, a_timed_out_waiter_that_was_handed_the_lock_passes_it_on) {
   auto second = try_lock_then_unlock_async(lc, 10s);
   ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{pass}") == 2; }, 5s));
   EXPECT_FALSE(first.get());  // b gave up
-  la.unlock();                // b is no longer queued: c gets it
+  la.unlock_or_throw();       // b is no longer queued: c gets it
   EXPECT_TRUE(second.get());
   EXPECT_EQ(server.cli({"EXISTS", "pass", "rlock_queue:{pass}", "rlock_queue_live:{pass}"}), "0");
 }
@@ -202,7 +202,7 @@ TEST(queue, waiters_behind_queued_holders_are_told_on_their_own_process_channel_
     done.push_back(std::async(std::launch::async, [&, i] {
       auto l = waiters[static_cast<std::size_t>(i)]->get_lock("herd");
       l.lock();
-      l.unlock();
+      l.unlock_or_throw();
     }));
     // One at a time, so that the queue's order is the clients' order.
     ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{herd}") == i + 1; }, 5s));
@@ -222,7 +222,7 @@ TEST(queue, waiters_behind_queued_holders_are_told_on_their_own_process_channel_
   auto spy = server.client();
   spy.send({"PSUBSCRIBE", "rlock_handoff:{herd}:*"});
   ASSERT_TRUE(spy.read(2s).has_value());
-  la.unlock();
+  la.unlock_or_throw();
   for (auto& d : done) d.get();
   // Three hand-offs (a to the first waiter, then along the queue), each on its recipient's
   // channel, in arrival order.
@@ -261,7 +261,7 @@ TEST(queue, a_hand_off_message_for_another_acquire_of_the_owner_is_ignored) {
                 .as_map()
                 .count(holder.id() + ":" + std::to_string(this_thread_owner_id())),
             1u);
-  lh.unlock();  // the real hand-off, with the waiter's token
+  lh.unlock_or_throw();  // the real hand-off, with the waiter's token
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   EXPECT_FALSE(f.get());
   const auto fields = server.cli_reply({"HGETALL", "stale"}).as_map();
@@ -299,7 +299,7 @@ TEST(queue, a_shorter_liveness_does_not_shorten_the_queue_of_longer_lived_waiter
     EXPECT_GT(server.cli_reply({"PTTL", key}).integer, 60000) << key;
   }
   EXPECT_FALSE(p2.get_future().get());
-  lh.unlock();
+  lh.unlock_or_throw();
   auto f1 = p1.get_future();
   ASSERT_EQ(f1.wait_for(10s), std::future_status::ready);
   EXPECT_FALSE(f1.get());
@@ -329,7 +329,7 @@ TEST(queue, a_client_shut_down_with_waiters_leaves_the_queue) {
     for (auto& g : got) EXPECT_EQ(g.get_future().get(), errc::shutdown);
   }
   EXPECT_EQ(zcard(server, "rlock_queue:{leaving}"), 0);
-  lh.unlock();
+  lh.unlock_or_throw();
   EXPECT_EQ(server.cli({"EXISTS", "leaving"}), "0") << "handed to a closed client";
 }
 
@@ -373,7 +373,7 @@ TEST(queue, a_client_without_the_queue_is_not_taken_for_one_that_hands_over) {
   ASSERT_TRUE(
       wait_until([&] { return numsub_of(server, "redisson_lock__channel:{plain}") == 1; }, 5s));
   const auto t0 = steady::now();
-  la.unlock();
+  la.unlock_or_throw();
   EXPECT_TRUE(waiter.get());
   EXPECT_LT(ms_since(t0), 5000);
 }

@@ -194,7 +194,7 @@ TEST(security, the_documented_acl_rule_is_enough_for_contended_locks) {
         10s));
   }
   EXPECT_FALSE(held.loss_token().stop_requested());
-  held.unlock();
+  held.unlock_or_throw();
   EXPECT_TRUE(got.get());
   EXPECT_EQ(server.cli({"EXISTS", "acl-lock"}), "0");
 }
@@ -211,7 +211,7 @@ TEST(security, an_acl_user_without_the_lock_channels_gets_no_permission) {
   lock l = c.get_lock("no-channels");
   l.lock();
   try {
-    l.unlock();
+    l.unlock_or_throw();
     FAIL() << "the release publishes on a channel the user may not use";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::no_permission) << e.what();

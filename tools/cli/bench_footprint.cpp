@@ -37,7 +37,7 @@ struct waiter_pool {
     cv.notify_all();
     try {
       ok = l.try_lock_for(budget);
-      if (ok) l.unlock();
+      if (ok) l.unlock_or_throw();
       if (!ok) error = "not acquired within " + std::to_string(budget.count()) + "ms";
     } catch (const std::exception& e) {
       error = e.what();
@@ -114,7 +114,7 @@ bench_report run_footprint(const footprint_options& o, const connection_options&
   }
   std::this_thread::sleep_for(milliseconds(200));  // settle: each is inside try_lock_for
   const process_status waiting = read_process_status();
-  contended.unlock();
+  contended.unlock_or_throw();
   for (auto& t : threads) t.join();
   report.check(start_error.empty(), "could not start every waiter: " + start_error);
   report.check(pool.failed == 0,

@@ -38,7 +38,7 @@ void cycle(rlock::lock& l, const std::optional<std::chrono::milliseconds>& lease
   } else {
     l.lock();
   }
-  l.unlock();
+  l.unlock_or_throw();
 }
 
 void run_thread(rlock::lock l, const std::optional<std::chrono::milliseconds>& lease,

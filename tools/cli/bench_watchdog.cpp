@@ -37,7 +37,7 @@ probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds l
     std::this_thread::sleep_until(next);
     const auto t0 = clock::now();
     probe.lock(lease);
-    probe.unlock();
+    probe.unlock_or_throw();
     const auto t1 = clock::now();
     r.histogram.record(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
     ++r.cycles;

@@ -85,7 +85,7 @@ void contend(rlock::client& client, rlock::lock l, const std::string& counter, i
       client.execute({"SET", counter, std::to_string(n + 1)});
       std::this_thread::sleep_until(clock::now() + hold);
       out.sections.push_back({worker, acquired, steady_now_ns()});
-      l.unlock();
+      l.unlock_or_throw();
     }
   } catch (const std::exception& e) {
     out.error = e.what();

@@ -80,7 +80,7 @@ int run_demo_worker(const demo_worker_options& o) {
       client.execute({"SET", counter, std::to_string(n + 1)});
       ++count;
       emit({demo_event_kind::released, o.id, count, steady_now_ns(), {}});
-      lock.unlock();
+      lock.unlock_or_throw();
     }
     emit({demo_event_kind::done, o.id, count, 0, {}});
     return exit_codes::ok;
