@@ -402,12 +402,19 @@ void connection::on_read(std::uint64_t gen, std::error_code ec, std::size_t n) {
   read_some(gen);
 }
 
+bool connection::ready() const {
+  std::lock_guard lk(mu_);
+  return state_ == state::ready;
+}
+
 void connection::handle_reply(reply r, completions& out) {
-  if (opts_.pubsub && r.is_error() && handlers_.on_push) {
+  if (opts_.pubsub && r.is_error() && handlers_.on_push && ready()) {
     // In subscribed mode an error is the answer to a SUBSCRIBE or UNSUBSCRIBE (they get pushes,
     // not replies, and are not awaited), typically NOPERM for a channel the ACL user may not
     // use. Taken for a reply, it found nobody awaiting it (or took a PING's place) and dropped
     // the connection as out of step: the resubscription was refused again, over and over.
+    // Not during setup: only setup commands are written then, and their errors are theirs
+    // (a refused CLIENT SETNAME, which setup ignores, a wrong password).
     handlers_.on_push(std::move(r));
     return;
   }

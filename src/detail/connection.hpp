@@ -146,6 +146,8 @@ class connection : public std::enable_shared_from_this<connection> {
   void read_some(std::uint64_t gen);
   void on_read(std::uint64_t gen, std::error_code ec, std::size_t n);
   void handle_reply(reply r, completions& out);
+  /// Set up and serving (state::ready); takes mu_.
+  bool ready() const;
   void handle_reply_locked(reply r, completions& out);
   // Plain sockets: the I/O thread waits for readability and reads with recv itself, so that a
   // polling caller can read too (both under mu_).

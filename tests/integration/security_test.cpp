@@ -255,5 +255,35 @@ TEST(security, a_waiter_refused_its_channels_fails_with_no_permission_without_re
   EXPECT_LE(connections() - before, 3) << "reconnected on every refusal";
 }
 
+// The pub/sub connection's setup answers go to their setup commands like on any connection.
+// Error replies on a pub/sub connection were all taken for refused (un)subscribes, setup's too:
+// for an ACL user without CLIENT SETNAME (a refusal the setup ignores: the name only labels
+// the connection), the refusal never reached its command, the later replies were matched one
+// command off, and the setup never finished. The subscriber never connected, so every waiter
+// failed with subscription_timeout.
+TEST(security, a_pub_sub_connection_set_up_for_a_user_without_client_setname_connects) {
+  server_options o;
+  o.acl_users = {"noname on >nonamepw ~* &* +@all -client|setname"};
+  redis_server server(o);
+  client holder(config_for(server));
+  lock held = holder.get_lock("named");
+  held.lock();
+  config cfg = config_for(server);
+  cfg.address = "redis://noname:nonamepw@127.0.0.1:" + std::to_string(server.port());
+  cfg.client_name = "labelled";
+  cfg.subscription_timeout = 2s;
+  client c(cfg);
+  lock l = c.get_lock("named");
+  auto waiter = try_lock_then_unlock_async(l, 10s);
+  // The waiter is queued once it has subscribed (its hand-off channel) and enqueued.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return server.cli_reply({"ZCARD", "rlock_queue:{named}"}).integer == 1;
+      },
+      5s));
+  held.unlock();
+  EXPECT_TRUE(waiter.get());
+}
+
 }  // namespace
 }  // namespace rlock::test
