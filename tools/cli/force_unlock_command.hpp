@@ -2,8 +2,11 @@
 // its waiters (Redisson's forceUnlock).
 //
 // Guarantees: prints "released" when a lock existed and was deleted, "no lock" when there was
-// none; exit 0 in both cases. The holder is not told directly: its watchdog finds the lock gone
-// at its next renewal (a holder under `rlock exec` then signals its command and exits 76).
+// none; exit 0 in both cases. After connecting, each step (the read of the lock, the script)
+// ends within one --timeout and the script is never resent, so the command ends within
+// --connect-timeout + 2 x --timeout; a script whose answer did not come in time is reported as
+// unknown (exit 69). The holder is not told directly: its watchdog finds the lock gone at its
+// next renewal (a holder under `rlock exec` then signals its command and exits 76).
 #pragma once
 
 #include <CLI/CLI.hpp>
