@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 
 #include "cli_harness.hpp"
 #include "support/lock_listeners.hpp"
@@ -384,10 +385,15 @@ TEST(cli_exec, force_unlock_wakes_a_waiting_exec_at_once) {
   ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "fu") > before; }, 10s))
       << waiter.error_output();
 
+  const raw_reply old_owner = server.cli_reply({"HKEYS", "fu"});
+  ASSERT_EQ(old_owner.elements.size(), 1u);
   const auto t0 = steady::now();
   const auto fu = run_rlock({"force-unlock", "fu", "--url", server.url()});
   EXPECT_EQ(fu.status, 0) << fu.err;
-  EXPECT_EQ(fu.out, "released\n");
+  // The script handed the lock to the queued waiter: the output names it, not the old holder.
+  const std::regex handed("released; now held by [0-9a-f-]{36}:[0-9]+\n");
+  EXPECT_TRUE(std::regex_match(fu.out, handed)) << fu.out;
+  EXPECT_EQ(fu.out.find(old_owner.elements[0].str), std::string::npos) << fu.out;
   EXPECT_EQ(exit_status(waiter, 10s), 0) << waiter.error_output();
   const long long woke_ms = ms_since(t0);
   EXPECT_EQ(waiter.output(), "woke\n");

@@ -12,6 +12,24 @@
 namespace rlock::test {
 namespace {
 
+/// A Redisson-style holder of `name` (a v4 uuid) and an `rlock exec` queued behind it, whose
+/// command writes "held" to `held` once it runs, then sleeps.
+child_process queue_behind_a_holder(const redis_server& server, const std::string& name,
+                                    const fifo_marker& held) {
+  server.cli({"HSET", name, "6f1c2b9e-3a4d-4e5f-8a7b-1c2d3e4f5a6b:57", "1"});
+  server.cli({"PEXPIRE", name, "60000"});
+  child_process waiter = start_rlock({"exec", name, "--url", server.url(), "--wait", "30s", "--",
+                                      "sh", "-c", "echo held > \"$F\"; exec sleep 30"},
+                                     {"F=" + held.path().string()});
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return server.cli({"ZCARD", "rlock_queue:{" + name + "}"}) == "1";
+      },
+      10s))
+      << waiter.error_output();
+  return waiter;
+}
+
 class cli_force_unlock : public ::testing::Test {
  protected:
   run_result force_unlock(const std::string& name) {
@@ -156,6 +174,48 @@ TEST(cli_force_unlock_busy, a_server_that_turns_busy_cannot_hold_it_beyond_its_b
   EXPECT_EQ(server.cli({"EXISTS", "turns-busy"}), "1");
   std::cout << "[ timing ] force-unlock against a server turned BUSY, --timeout 1s: exit "
             << r.status << " after " << r.ms << " ms\n";
+}
+
+// With a queued waiter the script hands the lock to it: the output says who holds the lock now
+// (read right after the script), not only "released".
+TEST_F(cli_force_unlock, says_who_holds_the_lock_after_the_release) {
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process waiter = queue_behind_a_holder(server_, "handed", held);
+  const auto r = force_unlock("handed");
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(held.read_line(10s), std::optional<std::string>("held")) << waiter.error_output();
+  const raw_reply owners = server_.cli_reply({"HKEYS", "handed"});
+  ASSERT_EQ(owners.elements.size(), 1u);
+  EXPECT_EQ(r.out, "released; now held by " + owners.elements[0].str + "\n");
+  EXPECT_NE(owners.elements[0].str.find("6f1c2b9e"), 0u) << "the waiter, not the old holder";
+
+  // Without waiters the lock is free afterwards.
+  server_.cli({"HSET", "alone", "6f1c2b9e:1", "1"});
+  EXPECT_EQ(force_unlock("alone").out, "released\n");
+}
+
+// --json: one object on one line; held_by is read right after a release, null when nothing was
+// released.
+TEST_F(cli_force_unlock, json_says_whether_it_released_and_who_holds_the_lock_now) {
+  const auto json = [this](const std::string& name) {
+    const auto r = run_rlock({"force-unlock", name, "--json", "--url", server_.url()});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_EQ(json("none"), "{\"name\":\"none\",\"released\":false,\"held_by\":null}\n");
+  server_.cli({"HSET", "we\"ird", "6f1c2b9e:1", "1"});
+  EXPECT_EQ(json("we\"ird"), "{\"name\":\"we\\\"ird\",\"released\":true,\"held_by\":[]}\n");
+
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process waiter = queue_behind_a_holder(server_, "jh", held);
+  const std::string out = json("jh");
+  ASSERT_EQ(held.read_line(10s), std::optional<std::string>("held")) << waiter.error_output();
+  const raw_reply owners = server_.cli_reply({"HKEYS", "jh"});
+  ASSERT_EQ(owners.elements.size(), 1u);
+  EXPECT_EQ(out, "{\"name\":\"jh\",\"released\":true,\"held_by\":[\"" + owners.elements[0].str +
+                     "\"]}\n");
 }
 
 }  // namespace

@@ -1,41 +1,108 @@
 #include "force_unlock_command.hpp"
 
 #include <iostream>
+#include <optional>
+#include <sstream>
+#include <vector>
 
 #include "bounded_call.hpp"
 #include "command_error.hpp"
 #include "connect.hpp"
+#include "json_text.hpp"
 #include "lock_inspection.hpp"
+#include "terminal_text.hpp"
 
 namespace rlock::cli {
+namespace {
+
+constexpr const char* footer_text =
+    "Output: \"released\" if a lock was there, \"no lock\" otherwise. Right after a release it\n"
+    "reads the lock again and says who holds it now: \"released; now held by <owner>\".\n"
+    "\"released\" does not mean free: if rlock exec processes are queued for the lock, the\n"
+    "first live one gets it at once (a waiter that crashed within the last few seconds can\n"
+    "still be chosen; the lock then ends with that waiter's lease). Redisson's waiters are\n"
+    "woken to retry.\n"
+    "--json: one object on one line, {\"name\": NAME, \"released\": true|false, \"held_by\":\n"
+    "[\"<client-uuid>:<thread-id>\", ...] | null}; held_by is read right after a release ([]:\n"
+    "free), null when nothing was released or the read failed.\n"
+    "\n"
+    "The evicted holder is not stopped at once: an rlock exec holder learns of the loss at\n"
+    "its next renewal (within a third of its --watchdog-timeout, 10s by default) or when its\n"
+    "--lease ends, and only then signals its command (exit 76); until then the old and the\n"
+    "new holder's commands run at the same time. Check with 'rlock status NAME'.\n"
+    "A key that is not a lock is left untouched (exit 65): not a hash, or a hash without\n"
+    "Redisson's lock fields (\"<id>:<thread-id>\" = holds, and for a read-write lock\n"
+    "\"mode\"), such as an application's hash.\n"
+    "A Redisson read-write lock or fair lock is refused too (exit 65): rlock does not\n"
+    "implement their wake-ups; use Redisson's forceUnlock.\n"
+    "\n"
+    "Time bound: after connecting (within --connect-timeout), reading the lock, the\n"
+    "force-unlock script and the read after it each get one --timeout, and the script is\n"
+    "never sent twice: at most --connect-timeout + 3 x --timeout in all, also against a\n"
+    "server that holds writes. If the script's answer does not come in time, the lock may\n"
+    "or may not have been deleted (exit 69): check with 'rlock status NAME'.\n"
+    "\n"
+    "Exit status: 0 released or no lock; 64 usage; 65 not a lock, or a read-write or fair\n"
+    "lock; 69 server unavailable.\n";
+
+struct outcome {
+  bool released = false;
+  /// The owners read right after a release ({}: free); nullopt when not read.
+  std::optional<std::vector<owner_hold>> held_by{};
+};
+
+std::string to_text(const outcome& o) {
+  if (!o.released) return "no lock\n";
+  if (!o.held_by || o.held_by->empty()) return "released\n";
+  std::string out = "released; now held by ";
+  for (std::size_t i = 0; i < o.held_by->size(); ++i) {
+    // Owners are any bytes from Redis: control characters are escaped.
+    out += (i ? ", " : "") + printable((*o.held_by)[i].owner);
+  }
+  return out + "\n";
+}
+
+std::string to_json(const std::string& name, const outcome& o) {
+  std::ostringstream out;
+  out << "{\"name\":" << json_quote(name) << ",\"released\":" << (o.released ? "true" : "false")
+      << ",\"held_by\":";
+  if (!o.held_by) {
+    out << "null";
+  } else {
+    out << "[";
+    for (std::size_t i = 0; i < o.held_by->size(); ++i) {
+      out << (i ? "," : "") << json_quote((*o.held_by)[i].owner);
+    }
+    out << "]";
+  }
+  out << "}\n";
+  return out.str();
+}
+
+/// Who holds `name` now ({} when free or not a lock), read within `bound`; nullopt, with a
+/// warning on stderr, when the read fails.
+std::optional<std::vector<owner_hold>> owners_now(rlock::client& client, const std::string& name,
+                                                  std::chrono::milliseconds bound) {
+  try {
+    const lock_report now =
+        call_within(client, bound, [&client, &name] { return read_lock(client, name); });
+    return now.state == lock_state::held ? now.owners : std::vector<owner_hold>{};
+  } catch (const rlock::error& e) {
+    std::cerr << "rlock force-unlock: warning: cannot read who holds '" << printable(name)
+              << "' now: " << printable(e.what()) << "\n";
+    return std::nullopt;
+  }
+}
+
+}  // namespace
 
 CLI::App* add_force_unlock_command(CLI::App& app, force_unlock_options& opts) {
   CLI::App* sub =
       app.add_subcommand("force-unlock", "Delete a lock whoever holds it and wake its waiters");
   sub->add_option("name", opts.name, "Lock name")->required()->type_name("NAME");
+  sub->add_flag("--json", opts.json, "Print one JSON object (fields below)");
   add_connection_options(*sub, opts.connection);
-  sub->footer(
-      "Prints \"released\" if a lock was there, \"no lock\" otherwise.\n"
-      "\"released\" does not mean free: if rlock exec processes are queued for the lock, the\n"
-      "first live one gets it at once (a waiter that crashed within the last few seconds can\n"
-      "still be chosen; the lock then ends with that waiter's lease). Redisson's waiters are\n"
-      "woken to retry.\n"
-      "The evicted holder is not stopped at once: an rlock exec holder learns of the loss at\n"
-      "its next renewal (within a third of its --watchdog-timeout, 10s by default) or when its\n"
-      "--lease ends, and only then signals its command (exit 76); until then the old and the\n"
-      "new holder's commands run at the same time. Check with 'rlock status NAME'.\n"
-      "A key that is not a lock is left untouched (exit 65): not a hash, or a hash without\n"
-      "Redisson's lock fields (\"<id>:<thread-id>\" = holds, and for a read-write lock\n"
-      "\"mode\"), such as an application's hash.\n"
-      "A Redisson read-write lock or fair lock is refused too (exit 65): rlock does not\n"
-      "implement their wake-ups; use Redisson's forceUnlock.\n"
-      "Time bound: after connecting (within --connect-timeout), reading the lock and the\n"
-      "force-unlock script each get one --timeout, and the script is never sent twice: at most\n"
-      "--connect-timeout + 2 x --timeout in all, also against a server that holds writes. If\n"
-      "the script's answer does not come in time, the lock may or may not have been deleted\n"
-      "(exit 69): check with 'rlock status NAME'.\n"
-      "Exit status: 0 in both cases; 64 usage; 65 not a lock, or a read-write or fair lock;\n"
-      "69 server unavailable.\n");
+  sub->footer(footer_text);
   return sub;
 }
 
@@ -45,7 +112,7 @@ int run_force_unlock(const force_unlock_options& opts) {
   rlock::client client = connect_checked(cfg);
   // Each step within one request timeout, whatever the library's retry budget would allow.
   const std::chrono::milliseconds bound = cfg.timeout;
-  bool existed = false;
+  outcome result;
   try {
     rlock::lock lock = client.get_lock(opts.name);
     // Redisson's forceUnlock deletes whatever the key holds: refuse to touch a non-lock key.
@@ -74,7 +141,7 @@ int run_force_unlock(const force_unlock_options& opts) {
                               "; rlock force-unlock handles plain locks only: use Redisson's "
                               "forceUnlock. Left untouched");
     }
-    existed = call_within(client, bound, [&lock] { return lock.force_unlock(); });
+    result.released = call_within(client, bound, [&lock] { return lock.force_unlock(); });
   } catch (const rlock::error& e) {
     if (e.code() == rlock::errc::timeout || e.code() == rlock::errc::connection_lost) {
       throw command_error(exit_codes::unavailable,
@@ -85,7 +152,9 @@ int run_force_unlock(const force_unlock_options& opts) {
     }
     throw command_error(exit_code_for(e.code()), e.what());
   }
-  std::cout << (existed ? "released" : "no lock") << std::endl;
+  // With queued waiters the script hands the lock to the first live one: say who has it now.
+  if (result.released) result.held_by = owners_now(client, opts.name, bound);
+  std::cout << (opts.json ? to_json(opts.name, result) : to_text(result)) << std::flush;
   return exit_codes::ok;
 }
 

@@ -2,7 +2,7 @@
 //
 //   rlock exec NAME [options] -- CMD [ARGS...]   run a command while holding a lock
 //   rlock status NAME [--json]                   who holds a lock
-//   rlock force-unlock NAME                      delete a lock and wake its waiters
+//   rlock force-unlock NAME [--json]             delete a lock and wake its waiters
 //   rlock demo [URL]                             worker processes contend for one lock
 //   rlock bench SCENARIO [--json]                benchmarks (uncontended, contended, ...)
 //
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   formatter->set_usage(&app, "rlock [--version] COMMAND [OPTIONS] ...");
   formatter->set_usage(exec_cmd, "rlock exec NAME [OPTIONS] -- CMD [ARGS...]");
   formatter->set_usage(status_cmd, "rlock status NAME [--json] [OPTIONS]");
-  formatter->set_usage(force_cmd, "rlock force-unlock NAME [OPTIONS]");
+  formatter->set_usage(force_cmd, "rlock force-unlock NAME [--json] [OPTIONS]");
   formatter->set_usage(demo_cmd,
                        "rlock demo [URL] [--workers N] [--duration DUR] [--hold DUR] [OPTIONS]");
   formatter->set_usage(bench_cmd, "rlock bench SCENARIO [--json] [OPTIONS]");

@@ -96,6 +96,7 @@ std::string make_man_page(const CLI::App& app, const std::string& version) {
              "rlock exec deploy --wait 5m --on-loss INT --grace 30s -- ./deploy.sh\n"
              "rlock status deploy --json\n"
              "rlock force-unlock deploy\n"
+             "rlock force-unlock deploy --json\n"
              "rlock demo --workers 8 --duration 10s\n"
              "rlock bench contended --processes 8 --hold 1ms --json\n");
   out << ".SH SEE ALSO\nredis\\-cli(1), redis\\-server(1)\n";
