@@ -408,5 +408,26 @@ TEST(cli_exec, force_unlock_wakes_a_waiting_exec_at_once) {
   EXPECT_EQ(again.out, "no lock\n");
 }
 
+// The release after the command, as an ACL user without PUBLISH: Redis deletes the lock and then
+// refuses the PUBLISH. rlock says the lock was released but its waiters were not notified
+// (before: "could not release lock ...; it expires when its lease ends", which was wrong).
+TEST(cli_exec, a_release_whose_notification_is_refused_says_the_lock_was_released) {
+  redis_server server(server_options{.acl_users = {"nopub on >pw ~* &* +@all -publish"}});
+  temp_dir dir("rlock-cli");
+  const auto pw = dir.path() / "pw";
+  std::ofstream(pw) << "pw\n";
+  const auto r = run_rlock({"exec", "free-nopub", "--url",
+                            "redis://nopub@127.0.0.1:" + std::to_string(server.port()),
+                            "--password-file", pw.string(), "--", "echo", "ran"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "ran\n");
+  EXPECT_NE(r.err.find("released lock 'free-nopub', but its waiters could not be notified: the "
+                       "ACL user lacks PUBLISH"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("could not release"), std::string::npos) << r.err;
+  EXPECT_EQ(server.cli({"EXISTS", "free-nopub"}), "0");
+}
+
 }  // namespace
 }  // namespace rlock::test

@@ -2,6 +2,7 @@
 // may take.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iostream>
 
 #include "cli_harness.hpp"
@@ -216,6 +217,51 @@ TEST_F(cli_force_unlock, json_says_whether_it_released_and_who_holds_the_lock_no
   ASSERT_EQ(owners.elements.size(), 1u);
   EXPECT_EQ(out, "{\"name\":\"jh\",\"released\":true,\"held_by\":[\"" + owners.elements[0].str +
                      "\"]}\n");
+}
+
+// An ACL user without PUBLISH: Redis refuses the script at its PUBLISH, after the DEL (and the
+// hand-over to a queued waiter), and keeps what it did. force-unlock says that it released the
+// lock but could not notify the waiters (before: only the NOPERM error, as if nothing had
+// happened). A user refused before the DEL still gets the plain error, and the lock stays.
+TEST(cli_force_unlock_acl, a_release_whose_notification_is_refused_says_so) {
+  redis_server server(server_options{.acl_users = {"nopub on >pw ~* &* +@all -publish",
+                                                   "nochan on >pw ~* resetchannels +@all",
+                                                   "nodel on >pw ~* &* +@all -del"}});
+  temp_dir dir("rlock-cli");
+  const auto pw = dir.path() / "pw";
+  std::ofstream(pw) << "pw\n";
+  const std::string host = "127.0.0.1:" + std::to_string(server.port());
+  const auto force_unlock_as = [&](const std::string& user, const std::string& name) {
+    return run_rlock({"force-unlock", name, "--url", "redis://" + user + "@" + host,
+                      "--password-file", pw.string()});
+  };
+  for (const char* user : {"nopub", "nochan"}) {
+    SCOPED_TRACE(user);
+    server.cli({"HSET", "fh", "6f1c2b9e:1", "1"});
+    const auto r = force_unlock_as(user, "fh");
+    EXPECT_EQ(r.status, 77) << r.err;
+    EXPECT_EQ(r.out, "released\n");
+    EXPECT_NE(r.err.find("released 'fh', but its waiters could not be notified: the ACL user "
+                         "lacks PUBLISH"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(server.cli({"EXISTS", "fh"}), "0");
+  }
+  // Handed to a queued waiter before the PUBLISH was refused: the output names the new holder.
+  fifo_marker held(dir.path() / "held");
+  child_process waiter = queue_behind_a_holder(server, "fq", held);
+  const auto handed = force_unlock_as("nopub", "fq");
+  EXPECT_EQ(handed.status, 77) << handed.err;
+  const raw_reply owners = server.cli_reply({"HKEYS", "fq"});
+  ASSERT_EQ(owners.elements.size(), 1u);
+  EXPECT_EQ(handed.out, "released; now held by " + owners.elements[0].str + "\n");
+
+  server.cli({"HSET", "kept", "6f1c2b9e:1", "1"});
+  const auto refused = force_unlock_as("nodel", "kept");
+  EXPECT_EQ(refused.status, 77) << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_EQ(refused.err.find("released"), std::string::npos) << refused.err;
+  EXPECT_EQ(server.cli({"EXISTS", "kept"}), "1");
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <stop_token>
 #include <system_error>
 
+#include "bounded_call.hpp"
 #include "command_error.hpp"
 #include "connect.hpp"
 #include "duration.hpp"
@@ -14,6 +16,7 @@
 #include "event_flag.hpp"
 #include "exec_acquire.hpp"
 #include "exec_supervisor.hpp"
+#include "lock_inspection.hpp"
 #include "lock_release.hpp"
 #include "signal_channel.hpp"
 #include "signal_names.hpp"
@@ -53,7 +56,10 @@ constexpr const char* footer_text =
     "\n"
     "Exit status: the command's (128+N if it died of signal N); 75 not acquired within --wait;\n"
     "76 lock lost; 126 command not executable; 127 command not found; 64 usage; 65 the key is\n"
-    "not a lock; 69 server unavailable; 128+N interrupted by signal N while waiting.\n"
+    "not a lock; 66 a password or TLS file cannot be read; 69 server unavailable; 70 other\n"
+    "server error; 77 the ACL user may not run a command rlock needs (NOPERM); 128+N\n"
+    "interrupted by signal N while waiting. An ACL user without PUBLISH releases the lock\n"
+    "but cannot notify its waiters: rlock warns and exits with the command's status.\n"
     "\n"
     "Durations: 250ms, 10s, 1.5s, 2m, 1h, 1h30m (units ms, s, m, h; up to 3 decimals).\n";
 
@@ -72,6 +78,21 @@ std::vector<std::string> command_environment(const std::string& name,
                                token ? "RLOCK_TOKEN=" + *token : "RLOCK_TOKEN"};
   for (std::string& secret : secret_environment_names()) env.push_back(std::move(secret));
   return env;
+}
+
+/// Whether `owner` of `client` still holds `name` on the server, read within `bound`; true when
+/// the read fails (nothing is known).
+bool still_holds(rlock::client& client, const std::string& name, std::uint64_t owner,
+                 milliseconds bound) {
+  try {
+    const lock_report now =
+        call_within(client, bound, [&client, &name] { return read_lock(client, name); });
+    const std::string field = client.id() + ":" + std::to_string(owner);
+    return std::any_of(now.owners.begin(), now.owners.end(),
+                       [&field](const owner_hold& h) { return h.owner == field; });
+  } catch (const rlock::error&) {
+    return true;
+  }
 }
 
 std::string loss_reason(const exec_options& o) {
@@ -215,7 +236,13 @@ int run_exec(const exec_options& o) {
                  std::to_string(o.lost_exit_code) + "\n");
     return o.lost_exit_code;
   }
-  if (released) {
+  // Redis keeps what a script did before the ACL refused a command: the unlock's DEL (and a
+  // hand-over) come before its PUBLISH.
+  if (released == rlock::errc::no_permission && !still_holds(client, o.name, owner, cfg.timeout)) {
+    write_stderr("rlock: warning: released lock '" + printable(o.name) +
+                 "', but its waiters could not be notified: the ACL user lacks PUBLISH (or "
+                 "permission for the lock's channels)\n");
+  } else if (released) {
     write_stderr("rlock: warning: could not release lock '" + printable(o.name) +
                  "': " + released.message() + "; it expires when its lease ends\n");
   } else if (o.verbose) {

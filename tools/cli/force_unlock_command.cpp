@@ -42,8 +42,16 @@ constexpr const char* footer_text =
     "server that holds writes. If the script's answer does not come in time, the lock may\n"
     "or may not have been deleted (exit 69): check with 'rlock status NAME'.\n"
     "\n"
+    "An ACL user without PUBLISH (or without the lock's channels) is refused by Redis partway\n"
+    "through the script, after the lock was deleted (and handed to a queued waiter): Redis\n"
+    "does not roll back. force-unlock then reads the lock again, prints \"released\" (and who\n"
+    "holds it now) as usual, says on stderr that the waiters could not be notified, and\n"
+    "exits 77.\n"
+    "\n"
     "Exit status: 0 released or no lock; 64 usage; 65 not a lock, or a read-write or fair\n"
-    "lock; 69 server unavailable.\n";
+    "lock; 66 a password or TLS file cannot be read; 69 server unavailable, or no answer in\n"
+    "time; 70 other server error; 77 the ACL user may not run a command force-unlock needs\n"
+    "(NOPERM; with \"released\" on stdout: the lock was released, its waiters not notified).\n";
 
 struct outcome {
   bool released = false;
@@ -141,7 +149,22 @@ int run_force_unlock(const force_unlock_options& opts) {
                               "; rlock force-unlock handles plain locks only: use Redisson's "
                               "forceUnlock. Left untouched");
     }
-    result.released = call_within(client, bound, [&lock] { return lock.force_unlock(); });
+    try {
+      result.released = call_within(client, bound, [&lock] { return lock.force_unlock(); });
+    } catch (const rlock::error& e) {
+      if (e.code() != rlock::errc::no_permission) throw;
+      // Redis runs a script up to the command the ACL refuses and keeps what it did: the DEL
+      // (and a hand-over) come before the PUBLISH. The lock now tells which happened.
+      result.held_by = owners_now(client, opts.name, bound);
+      if (!result.held_by || *result.held_by == report.owners) throw;
+      result.released = true;
+      std::cout << (opts.json ? to_json(opts.name, result) : to_text(result)) << std::flush;
+      throw command_error(exit_codes::no_permission,
+                          "released '" + opts.name +
+                              "', but its waiters could not be notified: the ACL user lacks "
+                              "PUBLISH (or permission for the lock's channels): " +
+                              e.what());
+    }
   } catch (const rlock::error& e) {
     if (e.code() == rlock::errc::timeout || e.code() == rlock::errc::connection_lost) {
       throw command_error(exit_codes::unavailable,

@@ -8,8 +8,10 @@
 // "held_by"} (see the help). After connecting, each step (the read before, the script, the read
 // after) ends within one --timeout and the script is never resent, so the command ends within
 // --connect-timeout + 3 x --timeout; a script whose answer did not come in time is reported as
-// unknown (exit 69). The holder is not told directly: its watchdog finds the lock gone at its
-// next renewal (a holder under `rlock exec` then signals its command and exits 76).
+// unknown (exit 69). A script that the ACL refused after it deleted the lock (no PUBLISH: Redis
+// does not roll back) is reported as released, with who holds the lock now, and exit 77 with
+// "waiters could not be notified". The holder is not told directly: its watchdog finds the lock
+// gone at its next renewal (a holder under `rlock exec` then signals its command and exits 76).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -33,6 +33,7 @@ namespace rlock::cli {
 struct owner_hold {
   std::string owner{};  ///< hash field "<client-uuid>:<owner-id>"
   long long holds = 0;  ///< reentrant hold count
+  bool operator==(const owner_hold&) const = default;
 };
 
 enum class lock_state { free, held, other };

@@ -36,7 +36,9 @@ constexpr const char* footer_text =
     "             redisson_rwlock:{NAME}\n"
     "  value      string kinds (semaphores, latches): the integer value; otherwise null\n"
     "\n"
-    "Exit status: 0 whether free or held; 64 usage; 69 server unavailable.\n";
+    "Exit status: 0 whether free or held; 64 usage; 66 a password or TLS file cannot be\n"
+    "read; 69 server unavailable; 70 other server error; 77 the ACL user may not run a command\n"
+    "status needs (NOPERM; see 'man rlock', SERVER).\n";
 
 std::string optional_json(const std::optional<long long>& v) {
   return v ? std::to_string(*v) : "null";
