@@ -101,7 +101,6 @@ lock_service::~lock_service() {
 void lock_service::shutdown() {
   std::vector<std::shared_ptr<op>> waiting;
   std::vector<std::shared_ptr<op>> parked;
-  std::vector<std::function<void()>> parked_unlocks;
   {
     std::lock_guard lk(mu_);
     if (closed_) return;
@@ -115,12 +114,9 @@ void lock_service::shutdown() {
     }
     for (auto& [key, ops] : after_undo_) parked.insert(parked.end(), ops.begin(), ops.end());
     after_undo_.clear();
-    for (auto& [key, fs] : unlocks_after_undo_) {
-      parked_unlocks.insert(parked_unlocks.end(), fs.begin(), fs.end());
-    }
-    unlocks_after_undo_.clear();
+    // Unlocks parked behind an undo stay parked: they are sent when it lands (the wait below),
+    // and refused after it.
   }
-  for (auto& f : parked_unlocks) f();  // refused at once: the client is closed
   watchdog_->stop();
   for (auto& o : parked) {
     o->timer.cancel();
@@ -163,11 +159,24 @@ void lock_service::shutdown() {
   }
   // Their leave scripts are queued now; on one of the client's I/O threads their replies could
   // not be read while this one waits.
-  if (core_->io().get_executor().running_in_this_thread()) return;
-  std::unique_lock lk(mu_);
-  cleanup_done_.wait_until(lk, latch_deadline,
-                           [this] { return undo_in_flight_.empty() && latch_dels_ == 0; });
-  cleanup_done_.wait_until(lk, deadline, [this] { return undo_in_flight_.empty(); });
+  if (!core_->io().get_executor().running_in_this_thread()) {
+    std::unique_lock lk(mu_);
+    cleanup_done_.wait_until(lk, latch_deadline,
+                             [this] { return undo_in_flight_.empty() && latch_dels_ == 0; });
+    cleanup_done_.wait_until(lk, deadline, [this] { return undo_in_flight_.empty(); });
+  }
+  // Unlocks whose undo has not landed by now are not sent: sent before it, each could take the
+  // hold the undo is for (see unlocks_after_undo_).
+  std::vector<std::function<void(bool)>> refused;
+  {
+    std::lock_guard lk(mu_);
+    for (auto& [key, fs] : unlocks_after_undo_) {
+      refused.insert(refused.end(), std::make_move_iterator(fs.begin()),
+                     std::make_move_iterator(fs.end()));
+    }
+    unlocks_after_undo_.clear();
+  }
+  for (auto& f : refused) f(false);
 }
 
 std::string lock_service::owner_field(std::uint64_t owner_id) const {
@@ -794,7 +803,7 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
   }
   auto landed = [self = shared_from_this(), key](exec_result res) {
     std::shared_ptr<op> ready;
-    std::vector<std::function<void()>> unlocks;
+    std::vector<std::function<void(bool)>> unlocks;
     {
       std::lock_guard lk(self->mu_);
       if (res.ec) {
@@ -818,7 +827,7 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
         if (self->undo_in_flight_.empty()) self->cleanup_done_.notify_all();
       }
     }
-    for (auto& f : unlocks) f();
+    for (auto& f : unlocks) f(true);
     if (ready) {
       ready->timer.cancel();  // the parking deadline; the state machine arms its own
       self->start(ready);
@@ -947,12 +956,17 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
   {
     std::lock_guard lk(mu_);
     const auto key = std::make_pair(raw_name, owner_id);
-    if (!closed_ && undo_in_flight_.count(key) != 0) {
+    if (undo_in_flight_.count(key) != 0) {
       // After the undo of this owner's acquire that gave up: see unlocks_after_undo_. Bounded
-      // by the undo's own retries.
+      // by the undo's own retries (after shutdown() by the client's close, which completes
+      // every request).
       unlocks_after_undo_[key].push_back([self = shared_from_this(), raw_name, owner_id,
-                                          error_detail, done = std::move(done)]() mutable {
-        self->unlock(raw_name, owner_id, std::move(done), error_detail, false);
+                                          error_detail, done = std::move(done)](bool send) mutable {
+        if (send) {
+          self->unlock(raw_name, owner_id, std::move(done), error_detail, false);
+        } else {
+          done(make_error_code(errc::shutdown));
+        }
       });
       return;
     }
@@ -993,10 +1007,11 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
           if (it != self->entries_.end()) {
             entry& e = it->second;
             auto h = e.holds.find(owner_id);
-            if (h != e.holds.end() && ec && !renewal_cancelled &&
-                (ec == errc::timeout || ec == errc::connection_lost)) {
-              // A partial unlock that may or may not have run: counted as run (its caller is
-              // told it failed and should not repeat it); see hold::unsure.
+            if (h != e.holds.end() && ec && !renewal_cancelled) {
+              // A partial unlock that failed, whether or not it ran (an unknown outcome, or
+              // refused: OOM, NOPERM, READONLY...): counted as run, since its caller is told it
+              // failed and should not repeat it (unlock() does not even say so). The final
+              // unlock then releases whatever is left; see hold::unsure.
               if (h->second.count > 1) --h->second.count;
               ++h->second.unsure;
             } else if (h != e.holds.end() && ec && renewal_cancelled) {

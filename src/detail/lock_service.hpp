@@ -80,11 +80,11 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     std::uint64_t watchdog_id = 0;
     std::chrono::milliseconds lease{};  // the last acquire's: a partial unlock's TTL
     bool renew = false;                 // some acquire of it asked for the watchdog
-    // Partial unlocks (holds remained) that failed with an unknown outcome, and failed undos of
-    // this owner's re-entries that gave up. Each is counted as applied; if one was not, the
-    // final unlock finds holds left on the server and releases them too (else the watchdog
-    // would renew a lock its owner believes released, for ever, or the server keep it for a
-    // lease).
+    // Partial unlocks (holds remained) that failed, with an unknown outcome or refused, and
+    // failed undos of this owner's re-entries that gave up. Each is counted as applied; if one
+    // was not, the final unlock finds holds left on the server and releases them too (else the
+    // watchdog would renew a lock its owner believes released, for ever, or the server keep it
+    // for a lease).
     int unsure = 0;
     std::stop_source lost;
   };
@@ -156,7 +156,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   // Unlocks of an owner sent once its undo has landed. Sent before it, an unlock could take the
   // hold the undo is for (count 2 -> 1), and the undo's count check then fail (1 is not 2): the
   // owner's last hold would stay on the server, unrenewed, for its lease.
-  std::map<std::pair<std::string, std::uint64_t>, std::vector<std::function<void()>>>
+  // Each is called with true to send it, or false to refuse it (errc::shutdown).
+  std::map<std::pair<std::string, std::uint64_t>, std::vector<std::function<void(bool)>>>
       unlocks_after_undo_;
   // (name, owner) pairs with an acquire in flight. One at a time per owner: the scripts' count
   // check (ARGV[3]: the owner's count before this acquire) takes a second concurrent acquire

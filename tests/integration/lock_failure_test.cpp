@@ -233,5 +233,28 @@ TEST(lock_failure, unlock_from_a_thread_that_never_locked) {
   l.unlock_or_throw();
 }
 
+// A partial release refused outright (the server out of memory: nothing ran) used to be
+// dropped: the local count stayed, so the owner's last unlock() took only the server's second
+// hold (2 -> 1) and erased nothing, and the watchdog renewed the lock for as long as the client
+// ran, its owner believing it released. Such a release now counts as done, and the final
+// release finds the hold left on the server and releases it too.
+TEST(lock_failure, a_refused_partial_unlock_does_not_keep_the_lock_alive) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("refused_partial");
+  l.lock();
+  l.lock();
+  server.cli({"CONFIG", "SET", "maxmemory", "1"});
+  std::error_code ec;
+  l.unlock(ec);  // what a lock guard's unlock() does, without telling
+  EXPECT_EQ(ec, errc::out_of_memory) << ec.message();
+  server.cli({"CONFIG", "SET", "maxmemory", "0"});
+  const std::string field = c.id() + ":" + std::to_string(this_thread_owner_id());
+  ASSERT_EQ(server.cli({"HGET", "refused_partial", field}), "2") << "the release did not run";
+  l.unlock(ec);  // the owner's last hold, as far as it knows
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(server.cli({"EXISTS", "refused_partial"}), "0");
+}
+
 }  // namespace
 }  // namespace rlock::test
