@@ -121,20 +121,28 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
             // OpenSSL checks the name during chain verification, so a mismatch is reported
             // as such (X509_V_ERR_HOSTNAME_MISMATCH) and not as a bare "verify failed".
             X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+            int named = 0;
             if (not_ip) {
               X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-              X509_VERIFY_PARAM_set1_host(param, sni.c_str(), sni.size());
+              named = X509_VERIFY_PARAM_set1_host(param, sni.c_str(), sni.size());
             } else {
-              X509_VERIFY_PARAM_set1_ip_asc(param, sni.c_str());
+              named = X509_VERIFY_PARAM_set1_ip_asc(param, sni.c_str());
+            }
+            if (named != 1) {
+              // A name OpenSSL cannot check (an IPv6 literal with a %scope, an embedded NUL)
+              // must not turn the check off: fail closed.
+              done(make_error_code(errc::tls_error),
+                   "TLS: cannot check the server certificate against the name '" + sni + "'");
+              return;
             }
           }
           stream_ = s;
           s->async_handshake(asio::ssl::stream_base::client,
-                             [done = std::move(done), addr, tls, s](std::error_code hec) {
+                             [done = std::move(done), addr, tls, s, verify](std::error_code hec) {
                                if (hec) {
                                  std::string why = "TLS handshake with " + describe(hec, addr);
                                  const long verified = SSL_get_verify_result(s->native_handle());
-                                 if (verified != X509_V_OK) {
+                                 if (verify && verified != X509_V_OK) {
                                    why += " (server certificate: ";
                                    why += X509_verify_cert_error_string(verified);
                                    why += ")";

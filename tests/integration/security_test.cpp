@@ -124,6 +124,11 @@ TEST(security, tls_errors_tell_an_unknown_ca_from_a_name_mismatch) {
   cfg.tls.server_name = "wronghost.example";
   const std::string mismatch = message_of(cfg);
   EXPECT_NE(mismatch.find("hostname mismatch"), std::string::npos) << mismatch;
+  // A name OpenSSL cannot check (an IPv6 literal with a zone) fails closed: it used to turn the
+  // name check off, and any certificate of the trusted CA was accepted.
+  cfg.tls.server_name = "::1%lo";
+  const std::string unchecked = message_of(cfg);
+  EXPECT_NE(unchecked.find("cannot check"), std::string::npos) << unchecked;
   cfg.tls.server_name.clear();
   cfg.tls.ca_file = server.tls().bad_ca_cert.string();
   const std::string unknown_ca = message_of(cfg);
