@@ -74,6 +74,23 @@ void channel_table::on_unsubscribed(channel_kind kind, const std::string& channe
   if (e.listeners.empty() && e.state == server_state::unsubscribed) channels_.erase(it);
 }
 
+std::vector<channel_table::listener_id> channel_table::on_refused(channel_kind kind,
+                                                                  const std::string& channel) {
+  auto it = channels_.find({kind, channel});
+  if (it == channels_.end() || it->second.state != server_state::subscribing) return {};
+  entry& e = it->second;
+  e.state = server_state::unsubscribed;
+  std::vector<listener_id> refused = std::move(e.unconfirmed);
+  e.unconfirmed.clear();
+  for (const listener_id id : refused) {
+    std::erase(e.listeners, id);
+    owners_.erase(id);
+  }
+  // Listeners confirmed on an earlier connection stay, unsubscribed, until a new add().
+  if (e.listeners.empty()) channels_.erase(it);
+  return refused;
+}
+
 void channel_table::on_reconnected(actions& out) {
   for (auto it = channels_.begin(); it != channels_.end();) {
     entry& e = it->second;

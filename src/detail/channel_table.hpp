@@ -37,6 +37,12 @@ class channel_table {
   void on_subscribed(channel_kind kind, const std::string& channel, actions& out);
   /// The server confirmed a (S)UNSUBSCRIBE.
   void on_unsubscribed(channel_kind kind, const std::string& channel, actions& out);
+  /// The server refused a (S)SUBSCRIBE of this channel (an error reply, such as NOPERM, in
+  /// place of its confirmation). Returns the listeners that waited for that confirmation; they
+  /// are removed, and the caller fails them. The channel counts as unsubscribed and is not
+  /// subscribed again at once (that would be refused again, over and over): the next add()
+  /// tries again. A refusal of a channel that is not being subscribed is ignored.
+  std::vector<listener_id> on_refused(channel_kind kind, const std::string& channel);
   /// The connection was re-established: the server has no subscriptions. Every channel with
   /// listeners is subscribed again; those that had been confirmed report `resubscribed`.
   void on_reconnected(actions& out);

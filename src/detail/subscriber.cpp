@@ -30,6 +30,9 @@ void subscriber::start() {
   h.on_ready = [weak] {
     if (auto s = weak.lock()) s->on_ready();
   };
+  h.on_down = [weak](std::error_code) {
+    if (auto s = weak.lock()) s->on_down();
+  };
   {
     std::lock_guard lk(mu_);
     conn_ = std::make_shared<connection>(io_, opts_, std::move(h));
@@ -117,6 +120,13 @@ void subscriber::unsubscribe(channel_table::listener_id id) {
 
 std::vector<std::function<void()>> subscriber::apply_locked(channel_table::actions& a) {
   // Commands are submitted under mu_ so that their order on the wire matches the table's.
+  // Not while the connection is down: on_ready subscribes every wanted channel anyway, and a
+  // command queued meanwhile would be written before those, twice for its channel, putting
+  // sent_ out of step with the answers.
+  if (!up_) {
+    a.subscribe.clear();
+    a.unsubscribe.clear();
+  }
   for (auto& [kind, ch] : a.subscribe) {
     request r;
     const std::string_view args[] = {command_for(kind, true), ch};
@@ -160,12 +170,18 @@ void subscriber::on_ready() {
   {
     std::lock_guard lk(mu_);
     if (closed_) return;
+    up_ = true;
     sent_.clear();  // the old connection's: none of them is answered on this one
     channel_table::actions a;
     table_.on_reconnected(a);
     later = apply_locked(a);
   }
   for (auto& f : later) f();
+}
+
+void subscriber::on_down() {
+  std::lock_guard lk(mu_);
+  up_ = false;
 }
 
 void subscriber::on_push(const reply& r) {
@@ -227,21 +243,16 @@ void subscriber::on_refused(std::string_view text) {
     sent_.pop_front();
     if (!refused.subscribe) return;
     const std::error_code why = make_error_code(classify_server_error(text, false));
-    channel_table::actions a;
-    for (const auto id : table_.listeners(refused.key.first, refused.key.second)) {
+    for (const auto id : table_.on_refused(refused.key.first, refused.key.second)) {
+      listeners_.erase(id);
       auto it = pending_.find(id);
-      if (it == pending_.end()) continue;  // confirmed before, on an earlier connection
+      if (it == pending_.end()) continue;
       if (it->second.timer) it->second.timer->cancel();
       later.push_back([cb = std::move(it->second.done), id, why] {
         if (cb) cb(why, id);
       });
       pending_.erase(it);
-      listeners_.erase(id);
-      table_.remove(id, a);
     }
-    auto more = apply_locked(a);
-    later.insert(later.end(), std::make_move_iterator(more.begin()),
-                 std::make_move_iterator(more.end()));
   }
   for (auto& f : later) f();
 }

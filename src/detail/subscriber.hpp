@@ -59,6 +59,7 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   /// An error reply in place of the oldest unanswered (un)subscribe's confirmation.
   void on_refused(std::string_view text);
   void on_ready();
+  void on_down();
   /// Carries out the table's actions; called with mu_ held, returns callbacks to run unlocked.
   std::vector<std::function<void()>> apply_locked(channel_table::actions& a);
 
@@ -77,6 +78,9 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
     bool subscribe = false;
   };
   std::deque<sent_command> sent_;
+  // The connection is set up (on_ready ran, on_down has not since): (un)subscribes are written
+  // only then.
+  bool up_ = false;
   bool closed_ = false;
 };
 

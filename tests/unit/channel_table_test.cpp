@@ -69,6 +69,49 @@ TEST(channel_table, second_listener_does_not_subscribe_again) {
   EXPECT_EQ(sorted(t.listeners(channel_kind::classic, "c")), sorted({id1, id2}));
 }
 
+// A refused subscribe fails its waiting listeners and leaves the channel unsubscribed, without
+// subscribing it again by itself; a later listener tries again. Before, the channel stayed
+// "subscribing" for good: later listeners sent nothing and waited for a confirmation that never
+// came.
+TEST(channel_table, a_refused_subscribe_fails_its_listeners_and_a_later_listener_tries_again) {
+  channel_table t;
+  actions a1;
+  const auto id1 = t.add(channel_kind::classic, "c", a1);
+  actions a2;
+  const auto id2 = t.add(channel_kind::classic, "c", a2);
+  EXPECT_EQ(sorted(t.on_refused(channel_kind::classic, "c")), sorted({id1, id2}));
+  EXPECT_TRUE(t.listeners(channel_kind::classic, "c").empty());
+  EXPECT_TRUE(t.empty());
+  actions a3;
+  const auto id3 = t.add(channel_kind::classic, "c", a3);
+  EXPECT_EQ(a3.subscribe, keys{classic("c")}) << "subscribed again for a new listener";
+  actions a4;
+  t.on_subscribed(channel_kind::classic, "c", a4);
+  EXPECT_EQ(a4.confirmed, ids{id3});
+  EXPECT_TRUE(t.on_refused(channel_kind::classic, "c").empty()) << "not being subscribed";
+  EXPECT_EQ(t.active_channels(), 1u);
+}
+
+// After a reconnect a confirmed listener's channel is subscribed again; if that is refused, the
+// listeners still waiting are failed and the confirmed one stays, not resubscribed at once.
+TEST(channel_table, a_refused_resubscribe_keeps_confirmed_listeners_without_a_retry_loop) {
+  channel_table t;
+  actions a;
+  const auto old = t.add(channel_kind::classic, "c", a);
+  t.on_subscribed(channel_kind::classic, "c", a);
+  actions r;
+  t.on_reconnected(r);
+  actions a2;
+  const auto fresh = t.add(channel_kind::classic, "c", a2);
+  EXPECT_TRUE(no_actions(a2));
+  EXPECT_EQ(t.on_refused(channel_kind::classic, "c"), ids{fresh});
+  EXPECT_EQ(t.listeners(channel_kind::classic, "c"), ids{old});
+  EXPECT_EQ(t.active_channels(), 0u);
+  actions a3;
+  t.add(channel_kind::classic, "c", a3);
+  EXPECT_EQ(a3.subscribe, keys{classic("c")});
+}
+
 TEST(channel_table, listener_ids_are_unique_across_channels) {
   channel_table t;
   actions a;
