@@ -158,7 +158,8 @@ class reentrant_lock {
   /// General form: returns whether the lock was acquired.
   bool acquire(const acquire_options& opts);
   /// Releases one hold of the calling thread and waits for the server's answer (bounded like
-  /// every request: config::timeout per attempt, config::retry_attempts). Never throws, as
+  /// every request: config::timeout per attempt, config::retry_attempts; twice that after an
+  /// acquire of this thread that gave up, whose undo is sent first). Never throws, as
   /// BasicLockable requires, so std::lock_guard, std::unique_lock and std::scoped_lock are safe.
   /// A release that fails loses nothing silently:
   ///  - the lock was gone already (expired, force-unlocked, lost in a failover): the hold's
