@@ -199,5 +199,66 @@ TEST(cli_connection, tls_with_the_servers_ca_and_a_client_certificate) {
   EXPECT_EQ(insecure.status, 0) << insecure.err;
 }
 
+// --tls-server-name: the name checked against the certificate (and sent as SNI) instead of the
+// URL host. The test certificate names 127.0.0.1 and localhost.
+TEST(cli_connection, tls_server_name_is_the_name_the_certificate_is_checked_against) {
+  redis_server server(server_options{.tls = true});
+  const std::string ca = server.tls().ca_cert.string();
+  const auto named = run_rlock(
+      {"status", "t", "--url", server.url(), "--tls-ca", ca, "--tls-server-name", "localhost"});
+  EXPECT_EQ(named.status, 0) << named.err;
+  const auto other =
+      run_rlock({"status", "t", "--url", server.url(), "--tls-ca", ca, "--tls-server-name",
+                 "wronghost.example", "--connect-timeout", "2s"});
+  EXPECT_EQ(other.status, 69) << other.err;
+  EXPECT_NE(other.err.find("hostname mismatch"), std::string::npos) << other.err;
+  const auto plain =
+      run_rlock({"status", "t", "--url", "redis://127.0.0.1:1", "--tls-server-name", "localhost"});
+  EXPECT_EQ(plain.status, 64) << plain.err;
+  EXPECT_NE(plain.err.find("TLS options need a rediss:// URL"), std::string::npos) << plain.err;
+}
+
+// A TLS file that exists but cannot be loaded is a local problem (66), found before any
+// connection, not "server unavailable, TLS handshake failed" (69).
+TEST(cli_connection, a_tls_file_that_cannot_be_loaded_exits_66) {
+  redis_server server(server_options{.tls = true});
+  const tls_files& tls = server.tls();
+  temp_dir dir("rlock-cli");
+  const auto garbage = dir.path() / "garbage.pem";
+  std::ofstream(garbage) << "not a certificate\n";
+  const auto bad_ca = run_rlock({"status", "t", "--url", server.url(), "--tls-ca", garbage.string(),
+                                 "--connect-timeout", "2s"});
+  EXPECT_EQ(bad_ca.status, 66) << bad_ca.err;
+  EXPECT_NE(bad_ca.err.find("cannot load TLS CA file '" + garbage.string() + "'"),
+            std::string::npos)
+      << bad_ca.err;
+  EXPECT_EQ(bad_ca.err.find("handshake"), std::string::npos) << bad_ca.err;
+  const auto mismatch =
+      run_rlock({"status", "t", "--url", server.url(), "--tls-ca", tls.ca_cert.string(),
+                 "--tls-cert", tls.client_cert.string(), "--tls-key", tls.bad_client_key.string(),
+                 "--connect-timeout", "2s"});
+  EXPECT_EQ(mismatch.status, 66) << mismatch.err;
+  EXPECT_NE(mismatch.err.find("cannot load TLS key"), std::string::npos) << mismatch.err;
+}
+
+// The wrong scheme for the port gets a hint: a TLS port resets a plaintext client, and a
+// plaintext port does not complete a TLS handshake.
+TEST(cli_connection, the_wrong_scheme_for_the_port_gets_a_hint) {
+  redis_server tls_server(server_options{.tls = true});
+  const auto plain_to_tls =
+      run_rlock({"status", "t", "--url", "redis://127.0.0.1:" + std::to_string(tls_server.port()),
+                 "--connect-timeout", "2s"});
+  EXPECT_EQ(plain_to_tls.status, 69) << plain_to_tls.err;
+  EXPECT_NE(plain_to_tls.err.find("is this a TLS port? use rediss://"), std::string::npos)
+      << plain_to_tls.err;
+  redis_server plain_server;
+  const auto tls_to_plain = run_rlock({"status", "t", "--url",
+                                       "rediss://127.0.0.1:" + std::to_string(plain_server.port()),
+                                       "--tls-insecure", "--connect-timeout", "2s"});
+  EXPECT_EQ(tls_to_plain.status, 69) << tls_to_plain.err;
+  EXPECT_NE(tls_to_plain.err.find("is this a plaintext port? use redis://"), std::string::npos)
+      << tls_to_plain.err;
+}
+
 }  // namespace
 }  // namespace rlock::test

@@ -24,6 +24,33 @@ struct ping_result {
   event_flag flag;
 };
 
+/// rlock::error's text without the ": <code message>" std::system_error appends.
+std::string own_text(const rlock::error& e) {
+  std::string text = e.what();
+  const std::string suffix = ": " + e.code().message();
+  if (text.ends_with(suffix)) text.erase(text.size() - suffix.size());
+  return text;
+}
+
+/// A hint when a failure looks like a client speaking the other protocol than the port: a TLS
+/// port resets a plaintext client right after its first command, and a plaintext port answers
+/// a TLS handshake with an error line (OpenSSL: "wrong version number") or not at all.
+std::string scheme_hint(const rlock::server_address& address, std::error_code ec,
+                        const std::string& why) {
+  using scheme = rlock::server_address::scheme;
+  const auto says = [&why](const char* text) { return why.find(text) != std::string::npos; };
+  if (address.kind == scheme::redis &&
+      (says("reset by peer") || says("End of file") || says("end of file"))) {
+    return "; is this a TLS port? use rediss://";
+  }
+  if (address.kind == scheme::rediss &&
+      (ec == rlock::errc::timeout || says("wrong version number") ||
+       says("packet length too long") || says("record layer failure"))) {
+    return "; is this a plaintext port? use redis://";
+  }
+  return "";
+}
+
 }  // namespace
 
 rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrupt) {
@@ -34,6 +61,11 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     try {
       return rlock::client(cfg);
     } catch (const rlock::error& e) {
+      // The client loads its TLS files when it is created, before any I/O: a TLS failure here
+      // is a local file (no certificate in it, a key that does not fit the certificate).
+      if (e.code() == rlock::errc::tls_error) {
+        throw command_error(exit_codes::no_input, own_text(e));
+      }
       throw command_error(exit_code_for(e.code()), e.what());
     }
   }();
@@ -53,9 +85,10 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now());
     if (left.count() <= 0) {
-      throw command_error(exit_codes::unavailable, "no answer from " + where + " within " +
-                                                       format_duration(cfg.connect_timeout) +
-                                                       " (--connect-timeout)");
+      throw command_error(exit_codes::unavailable,
+                          "no answer from " + where + " within " +
+                              format_duration(cfg.connect_timeout) + " (--connect-timeout)" +
+                              scheme_hint(address, rlock::errc::timeout, ""));
     }
     pollfd fds[2] = {{result->flag.fd(), POLLIN, 0}, {-1, POLLIN, 0}};
     if (interrupt != nullptr) fds[1].fd = interrupt->fd();
@@ -77,6 +110,7 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     const int code = exit_code_for(result->ec);
     std::string text = "cannot use " + where + ": " + result->ec.message();
     if (!result->why.empty()) text += "; " + result->why;
+    text += scheme_hint(address, result->ec, result->why);
     if (!password_given &&
         (result->ec == rlock::errc::auth_failed || result->ec == rlock::errc::auth_required)) {
       text += "; no password was given (--password-file, or one in $RLOCK_URL or $RLOCK_PASSWORD)";

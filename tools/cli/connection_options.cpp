@@ -110,6 +110,12 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
       ->type_name("FILE")
       ->check(non_empty())
       ->group(group);
+  app.add_option("--tls-server-name", opts.tls_server_name,
+                 "Name to check the server certificate against and to send as SNI (default: "
+                 "the URL host), e.g. when connecting by IP address or through a tunnel")
+      ->type_name("NAME")
+      ->check(non_empty())
+      ->group(group);
   app.add_flag("--tls-insecure", opts.tls_insecure,
                "Do not verify the server certificate (testing only)")
       ->group(group);
@@ -163,8 +169,8 @@ rlock::config make_config(const connection_options& opts) {
     throw usage_error("--user '" + opts.user + "' contradicts the user '" + *address->username +
                       "' in " + source + ": name the user once, or the same in both");
   }
-  const bool tls_given =
-      !opts.tls_ca.empty() || !opts.tls_cert.empty() || !opts.tls_key.empty() || opts.tls_insecure;
+  const bool tls_given = !opts.tls_ca.empty() || !opts.tls_cert.empty() || !opts.tls_key.empty() ||
+                         !opts.tls_server_name.empty() || opts.tls_insecure;
   if (tls_given && address->kind != rlock::server_address::scheme::rediss) {
     throw usage_error("TLS options need a rediss:// URL (got " + address->to_string() + ")");
   }
@@ -177,6 +183,7 @@ rlock::config make_config(const connection_options& opts) {
   cfg.tls.ca_file = opts.tls_ca;
   cfg.tls.cert_file = opts.tls_cert;
   cfg.tls.key_file = opts.tls_key;
+  cfg.tls.server_name = opts.tls_server_name;
   cfg.tls.verify_peer = !opts.tls_insecure;
   if (!opts.user.empty()) cfg.username = opts.user;
   cfg.password = resolve_password(opts);
@@ -232,6 +239,7 @@ std::vector<std::string> connection_arguments(const connection_options& opts) {
   add("--tls-ca", opts.tls_ca);
   add("--tls-cert", opts.tls_cert);
   add("--tls-key", opts.tls_key);
+  add("--tls-server-name", opts.tls_server_name);
   if (opts.tls_insecure) a.emplace_back("--tls-insecure");
   return a;
 }

@@ -6,7 +6,8 @@
 //   password  --password-file FILE (first line), else the URL's own (only $RLOCK_URL may carry
 //             one), else $RLOCK_PASSWORD; never an option value, so it does not show in `ps`
 //   user      --user NAME or the URL's own (ACL user); both given and different: usage error
-//   TLS       rediss:// URLs; --tls-ca, --tls-cert, --tls-key, --tls-insecure
+//   TLS       rediss:// URLs; --tls-ca, --tls-cert, --tls-key, --tls-server-name,
+//             --tls-insecure
 //
 // Guarantees of make_config(): it validates everything it can without the network and throws
 // command_error: usage (64) for a malformed URL (naming where it came from and why), a --user
@@ -36,6 +37,7 @@ struct connection_options {
   std::string tls_ca{};
   std::string tls_cert{};
   std::string tls_key{};
+  std::string tls_server_name{};  ///< --tls-server-name; empty: the URL host
   bool tls_insecure = false;
   std::chrono::milliseconds timeout = std::chrono::milliseconds(3000);
   std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(10000);
@@ -62,7 +64,8 @@ std::vector<std::string> secret_environment_names();
 
 /// The options as arguments for a child rlock process (a demo or bench worker): --url if given
 /// (a URL from $RLOCK_URL reaches the child through the environment it inherits), timeouts,
-/// user, password file and TLS files; never a password itself (options show in ps).
+/// user, password file, TLS files and server name; never a password itself (options show in
+/// ps).
 std::vector<std::string> connection_arguments(const connection_options& opts);
 
 /// Help text describing the environment variables, shared by --help and the man page.

@@ -19,7 +19,7 @@ inline constexpr int check_failed = 1;
 inline constexpr int usage = 64;
 /// EX_DATAERR: the key holds something that is not a lock (WRONGTYPE).
 inline constexpr int data_error = 65;
-/// EX_NOINPUT: --password-file or a TLS file cannot be read.
+/// EX_NOINPUT: --password-file or a TLS file cannot be read, or a TLS file cannot be loaded.
 inline constexpr int no_input = 66;
 /// EX_UNAVAILABLE: the server cannot be reached, refuses, rejects the credentials or the TLS
 /// handshake, or does not answer within --connect-timeout.
