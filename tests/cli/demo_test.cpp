@@ -59,5 +59,20 @@ TEST(cli_demo, takes_the_url_as_an_argument_and_leaves_no_keys_behind) {
   EXPECT_EQ(server.cli({"EXISTS", m[1].str(), m[1].str() + ":counter"}), "0");
 }
 
+// A server URL with a password in $RLOCK_URL (the documented way to pass one) works. Before,
+// demo copied $RLOCK_URL into --url and refused it: "--url must not contain a password".
+TEST(cli_demo, takes_a_url_with_a_password_from_the_environment) {
+  redis_server server(server_options{.requirepass = "s3cret"});
+  const auto r =
+      run_rlock({"demo", "--duration", "1s", "--workers", "2"},
+                {"RLOCK_URL=redis://:s3cret@127.0.0.1:" + std::to_string(server.port())}, 60s);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("throwaway"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("s3cret"), std::string::npos) << r.out;
+  const demo_figures f = figures_of(r.out);
+  EXPECT_GT(f.acquisitions, 0) << r.out;
+  EXPECT_EQ(f.counter, f.acquisitions) << r.out;
+}
+
 }  // namespace
 }  // namespace rlock::test

@@ -103,7 +103,9 @@ int run_demo(const demo_options& o) {
     conn.url = server->url();
     std::cout << "rlock demo: started a throwaway redis-server on " << conn.url << "\n";
   }
-  conn.url = resolve_url(conn);
+  // conn.url stays empty for a URL from $RLOCK_URL: it may hold a password, which an option
+  // must not (make_config refuses it, and the workers' options show in ps); the workers inherit
+  // the environment.
   const rlock::config cfg = make_config(conn);
   const std::optional<std::string> password = resolve_password(conn);
 
@@ -141,7 +143,7 @@ int run_demo(const demo_options& o) {
   ::close(events[1]);  // EOF on events[0] once every worker has exited
 
   std::cout << "rlock demo: " << o.workers << " worker processes contend for lock '" << name
-            << "' on " << rlock::parse_url(conn.url).to_string() << " for "
+            << "' on " << rlock::parse_url(resolve_url(conn)).to_string() << " for "
             << format_duration(o.duration) << " (hold " << format_duration(o.hold) << ")\n"
             << std::flush;
 
