@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "cli_harness.hpp"
+#include "marker_proxy.hpp"
 #include "support/lock_listeners.hpp"
 #include "support/redis_server.hpp"
 #include "support/temp_dir.hpp"
@@ -27,45 +28,16 @@ print(o[0]['owner'] if o else '-')
 print(d['name'])
 )";
 
-// A TCP forwarder to a Redis port (argv[1]) that, before it forwards a client's first PTTL
-// command, deletes the key argv[2] through a connection of its own: the key goes away between
-// the commands of a reader. Writes its own port into the file argv[3] (a FIFO) once listening.
-constexpr const char* delete_before_pttl_proxy = R"(
-import socket, sys, threading
-rport, key, port_file = int(sys.argv[1]), sys.argv[2].encode(), sys.argv[3]
-fired = threading.Event()
-def delete_key():
+// A marker_proxy hook: deletes the key `key` through a connection of its own, so that the key
+// goes away between the commands of a reader.
+constexpr const char* delete_key_hook = R"(
+import socket
+def hook(rport, key):
     s = socket.create_connection(('127.0.0.1', rport))
-    s.sendall(b'*2\r\n$3\r\nDEL\r\n$%d\r\n%s\r\n' % (len(key), key))
+    k = key.encode()
+    s.sendall(b'*2\r\n$3\r\nDEL\r\n$%d\r\n%s\r\n' % (len(k), k))
     s.recv(64)
     s.close()
-def pump(src, dst, watch):
-    try:
-        while True:
-            d = src.recv(65536)
-            if not d:
-                break
-            if watch and b'\r\nPTTL\r\n' in d.upper() and not fired.is_set():
-                fired.set()
-                delete_key()
-            dst.sendall(d)
-    except OSError:
-        pass
-    for s in (src, dst):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-ls = socket.socket()
-ls.bind(('127.0.0.1', 0))
-ls.listen(16)
-with open(port_file, 'w') as f:
-    f.write('%d\n' % ls.getsockname()[1])
-while True:
-    c, _ = ls.accept()
-    u = socket.create_connection(('127.0.0.1', rport))
-    threading.Thread(target=pump, args=(c, u, True), daemon=True).start()
-    threading.Thread(target=pump, args=(u, c, False), daemon=True).start()
 )";
 
 constexpr const char* all_fields =
@@ -223,18 +195,14 @@ TEST_F(cli_status, a_hash_without_a_locks_fields_is_other) {
 // as it was (held, its owner, its TTL) or as free, never as held without owners or TTL (nor,
 // reading an empty hash, as other:hash).
 TEST_F(cli_status, a_lock_that_goes_away_during_status_reads_as_it_was_or_free) {
-  fifo_marker port(dir_.path() / "proxy-port");
-  child_process proxy(find_program("python3"),
-                      {"-c", delete_before_pttl_proxy, std::to_string(server_.port()), "race",
-                       port.path().string()},
-                      child_options{.capture_stderr = true});
-  const auto proxy_port = port.read_line(10s);
-  ASSERT_TRUE(proxy_port.has_value()) << proxy.error_output();
+  // Before it forwards a client's first PTTL, the proxy deletes the key.
+  auto proxy = start_marker_proxy(dir_, server_.port(), "\r\nPTTL\r\n", delete_key_hook, "race");
+  ASSERT_TRUE(proxy.has_value());
   server_.cli({"HSET", "race", "6f1c2b9e-3a4d-4e5f-8a7b-1c2d3e4f5a6b:1", "1"});
   server_.cli({"PEXPIRE", "race", "60000"});
 
   const auto r =
-      run_rlock({"status", "race", "--json", "--url", "redis://127.0.0.1:" + *proxy_port});
+      run_rlock({"status", "race", "--json", "--url", "redis://127.0.0.1:" + proxy->port});
   EXPECT_EQ(r.status, 0) << r.err;
   const bool as_it_was =
       r.out.find("\"state\":\"held\"") != std::string::npos &&
