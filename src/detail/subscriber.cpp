@@ -217,7 +217,8 @@ void subscriber::on_push(const reply& r) {
     std::lock_guard lk(mu_);
     channel_table::actions a;
     const bool subscribed = kind == "subscribe" || kind == "ssubscribe";
-    if (subscribed || kind == "unsubscribe" || kind == "sunsubscribe") {
+    const bool unsubscribed = kind == "unsubscribe" || kind == "sunsubscribe";
+    if (subscribed || unsubscribed) {
       // The command this answers, and any before it left unanswered, are done.
       const auto it = std::find_if(sent_.begin(), sent_.end(), [&](const sent_command& c) {
         return c.subscribe == subscribed && c.key.first == ck && c.key.second == channel;
@@ -226,7 +227,7 @@ void subscriber::on_push(const reply& r) {
     }
     if (subscribed) {
       table_.on_subscribed(ck, channel, a);
-    } else if (kind == "unsubscribe" || kind == "sunsubscribe") {
+    } else if (unsubscribed) {
       table_.on_unsubscribed(ck, channel, a);
     }
     later = apply_locked(a);
