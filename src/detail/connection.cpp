@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string_view>
 
@@ -299,6 +300,8 @@ bool connection::try_direct_send_locked() {
     moved.req.payload.clear();
     moved.req.external = nullptr;
     push_awaiting_locked(std::move(moved));
+  } else if (opts_.pubsub) {
+    answered_by_push_.push_back(true);
   }
   if (!rest.empty()) {
     write_buf_ = std::move(rest);
@@ -323,6 +326,8 @@ void connection::start_write_locked(std::unique_lock<std::mutex>& lk) {
       e.req.payload = std::string();
       e.req.external = nullptr;
       push_awaiting_locked(std::move(e));
+    } else if (opts_.pubsub) {
+      answered_by_push_.push_back(true);
     }
     pending_.pop_front();
   }
@@ -402,33 +407,59 @@ void connection::on_read(std::uint64_t gen, std::error_code ec, std::size_t n) {
   read_some(gen);
 }
 
-bool connection::ready() const {
-  std::lock_guard lk(mu_);
-  return state_ == state::ready;
-}
-
 void connection::handle_reply(reply r, completions& out) {
-  if (opts_.pubsub && r.is_error() && handlers_.on_push && ready()) {
-    // In subscribed mode an error is the answer to a SUBSCRIBE or UNSUBSCRIBE (they get pushes,
-    // not replies, and are not awaited), typically NOPERM for a channel the ACL user may not
-    // use. Taken for a reply, it found nobody awaiting it (or took a PING's place) and dropped
-    // the connection as out of step: the resubscription was refused again, over and over.
-    // Not during setup: only setup commands are written then, and their errors are theirs
-    // (a refused CLIENT SETNAME, which setup ignores, a wrong password).
-    handlers_.on_push(std::move(r));
-    return;
-  }
   if (opts_.pubsub && r.is_array() && r.size() >= 2 && r[0].is_string()) {
     const std::string_view kind = r[0].str();
-    if (kind == "message" || kind == "smessage" || kind == "subscribe" || kind == "unsubscribe" ||
-        kind == "ssubscribe" || kind == "sunsubscribe" || kind == "pmessage" ||
-        kind == "psubscribe" || kind == "punsubscribe") {
+    const bool confirms = kind == "subscribe" || kind == "unsubscribe" || kind == "ssubscribe" ||
+                          kind == "sunsubscribe" || kind == "psubscribe" || kind == "punsubscribe";
+    if (confirms || kind == "message" || kind == "smessage" || kind == "pmessage") {
+      if (confirms) {
+        // Answers the oldest (un)subscribe unanswered: Redis answers in the order it reads.
+        std::lock_guard lk(mu_);
+        const auto it = std::find(answered_by_push_.begin(), answered_by_push_.end(), true);
+        if (it != answered_by_push_.end()) answered_by_push_.erase(it);
+      }
       if (handlers_.on_push) handlers_.on_push(std::move(r));
       return;
     }
   }
+  if (opts_.pubsub) {
+    handle_pubsub_reply(std::move(r), out);
+    return;
+  }
   std::lock_guard lk(mu_);
   handle_reply_locked(std::move(r), out);
+}
+
+void connection::handle_pubsub_reply(reply r, completions& out) {
+  std::unique_lock lk(mu_);
+  // Setup commands and PINGs get replies ("pong" comes as ["pong", ""] in subscribed mode);
+  // SUBSCRIBE and UNSUBSCRIBE get pushes, or an error in their place (NOPERM for a channel the
+  // ACL user may not use). Which one this error answers is known from the order of writing:
+  // a PING refused with MISCONF (a server that cannot persist) is the PING's, which ignores it,
+  // not a refusal of the oldest subscription, which would fail its waiters, and the PING's
+  // reply would be missing.
+  const std::uint64_t gen = generation_;
+  bool push_due = false;
+  if (!answered_by_push_.empty()) {
+    push_due = answered_by_push_.front();
+    answered_by_push_.pop_front();
+  }
+  if (!push_due) {
+    handle_reply_locked(std::move(r), out);
+    return;
+  }
+  lk.unlock();
+  if (r.is_error()) {
+    // A refused (un)subscribe. The connection is kept, so the other channels on it are not
+    // dropped and resubscribed (a reconnect would only be refused again).
+    if (handlers_.on_push) handlers_.on_push(std::move(r));
+    return;
+  }
+  // A reply where a push was due: the stream is out of step.
+  asio::post(strand_, [self = shared_from_this(), gen] {
+    self->drop(gen, make_error_code(errc::protocol_error), "unexpected reply from server");
+  });
 }
 
 void connection::handle_reply_locked(reply r, completions& out) {
@@ -567,6 +598,7 @@ bool connection::poll_replies() {
 
 void connection::push_awaiting_locked(entry e) {
   if (!e.req.completes_on_caller) others_awaiting_.fetch_add(1, std::memory_order_relaxed);
+  if (opts_.pubsub) answered_by_push_.insert(answered_by_push_.end(), e.remaining, false);
   awaiting_.push_back(std::move(e));
 }
 
@@ -588,6 +620,7 @@ void connection::abandon_locked(entry& e) {
 
 void connection::clear_awaiting_locked() {
   awaiting_.clear();
+  answered_by_push_.clear();
   others_awaiting_.store(0, std::memory_order_relaxed);
 }
 

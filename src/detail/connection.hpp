@@ -146,9 +146,9 @@ class connection : public std::enable_shared_from_this<connection> {
   void read_some(std::uint64_t gen);
   void on_read(std::uint64_t gen, std::error_code ec, std::size_t n);
   void handle_reply(reply r, completions& out);
-  /// Set up and serving (state::ready); takes mu_.
-  bool ready() const;
   void handle_reply_locked(reply r, completions& out);
+  /// Pub/sub mode: routes a reply or an error, which answers the oldest command unanswered.
+  void handle_pubsub_reply(reply r, completions& out);
   // Plain sockets: the I/O thread waits for readability and reads with recv itself, so that a
   // polling caller can read too (both under mu_).
   void arm_readable(std::uint64_t gen);
@@ -196,7 +196,12 @@ class connection : public std::enable_shared_from_this<connection> {
   std::uint64_t generation_ = 0;
   std::deque<entry> pending_;   // not yet written
   std::deque<entry> awaiting_;  // written, reply expected (in order)
-  std::string write_buf_;       // bytes of the write in flight
+  // Pub/sub mode: how each written command is answered, oldest first (true: by a push, as a
+  // SUBSCRIBE or UNSUBSCRIBE is confirmed; false: by a reply). An error answers the oldest one
+  // either way, so this tells a refused SUBSCRIBE (for on_push) from a refused PING (for its
+  // request). Cleared with awaiting_.
+  std::deque<bool> answered_by_push_;
+  std::string write_buf_;  // bytes of the write in flight
   bool writing_ = false;
   clock::time_point armed_deadline_ = clock::time_point::max();
   std::error_code last_error_;

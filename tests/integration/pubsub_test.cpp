@@ -8,7 +8,10 @@
 #include <thread>
 
 #include "common.hpp"
+#include "detail/connection.hpp"
 #include "detail/core.hpp"
+#include "support/misconf.hpp"
+#include "support/temp_dir.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -147,6 +150,57 @@ TEST(pubsub, a_subscription_connection_that_stops_answering_is_replaced) {
   EXPECT_EQ(numsub(server, "health-ch"), 1);
   server.cli({"PUBLISH", "health-ch", "after"});
   EXPECT_EQ(box.next(), "after");
+}
+
+/// PINGs the server refused (INFO commandstats: rejected_calls of cmdstat_ping).
+long long rejected_pings(const redis_server& server) {
+  const std::string info = server.cli({"INFO", "commandstats"});
+  const auto line = info.find("cmdstat_ping:");
+  if (line == std::string::npos) return 0;
+  const auto key = info.find("rejected_calls=", line);
+  if (key == std::string::npos || key > info.find('\n', line)) return 0;
+  return std::stoll(info.substr(key + 15));
+}
+
+// A server that cannot persist answers PING with MISCONF. On a subscription connection that
+// error answers the keep-alive PING, not a SUBSCRIBE. Before the fix every error there went to
+// the subscriber as a refused subscription (failing the oldest pending one with MISCONF), and
+// the PING, left without its reply, stopped the keep-alive (or dropped the connection as hung).
+TEST(pubsub, a_refused_keep_alive_ping_is_not_taken_for_a_refused_subscription) {
+  temp_dir data("rlock-misconf-ping");
+  redis_server server(misconf_options(data.path()));
+  asio::io_context io;
+  auto work = asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  detail::connection_options opts;
+  opts.address.host = server.host();
+  opts.address.port = server.port();
+  opts.pubsub = true;
+  opts.ping_interval = 50ms;
+  opts.ping_timeout = 2s;
+  std::atomic<int> errors{0};
+  std::atomic<int> readies{0};
+  std::atomic<int> downs{0};
+  detail::connection::handlers h;
+  h.on_ready = [&] { ++readies; };
+  h.on_down = [&](std::error_code) { ++downs; };
+  h.on_push = [&](rlock::reply r) {
+    if (r.is_error()) ++errors;
+  };
+  auto conn = std::make_shared<detail::connection>(io, opts, h);
+  conn->start();
+  ASSERT_TRUE(wait_until([&] { return readies.load() == 1; }, 5s));
+  ASSERT_TRUE(break_persistence(server, data.path()));
+  // Only this connection PINGs the server: five refusals in a row are five keep-alive periods.
+  const long long base = rejected_pings(server);
+  EXPECT_TRUE(wait_until([&] { return rejected_pings(server) >= base + 5; }, 10s))
+      << "the keep-alive stopped after a refused PING";
+  EXPECT_EQ(errors.load(), 0) << "a refused PING was taken for a refused subscription";
+  EXPECT_EQ(downs.load(), 0);
+  EXPECT_EQ(readies.load(), 1);
+  conn->close();
+  work.reset();
+  runner.join();
 }
 
 TEST(pubsub, sharded_channels_use_ssubscribe_and_are_separate_from_classic_ones) {
