@@ -723,11 +723,9 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   bool lost_reentry = false;
   if (keep && o->prior_count > 0 && !o->watchdog_added_here) {
     std::lock_guard svc_lk(mu_);
-    auto it = entries_.find(o->req.raw_name);
-    if (it != entries_.end()) {
-      auto h = it->second.holds.find(o->req.owner_id);
-      lost_reentry = h == it->second.holds.end() || h->second.watchdog_id != o->watchdog_id ||
-                     h->second.lost.stop_requested();
+    if (entries_.contains(o->req.raw_name)) {
+      const hold* h = find_hold_locked(o->req.raw_name, o->req.owner_id);
+      lost_reentry = h == nullptr || h->watchdog_id != o->watchdog_id || h->lost.stop_requested();
     }
   }
   if (lost_reentry) keep = false;
@@ -810,11 +808,7 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
         // The undo may not have run (or run only in part): the owner's hold count on the
         // server may be one more than its local one. Its final unlock then finds holds left
         // and releases them too.
-        auto e = self->entries_.find(key.first);
-        if (e != self->entries_.end()) {
-          auto h = e->second.holds.find(key.second);
-          if (h != e->second.holds.end()) ++h->second.unsure;
-        }
+        if (hold* h = self->find_hold_locked(key.first, key.second)) ++h->unsure;
       }
       auto it = self->undo_in_flight_.find(key);
       if (it != self->undo_in_flight_.end() && --it->second <= 0) {
@@ -911,25 +905,27 @@ void lock_service::on_lost(const std::string& raw_name, std::uint64_t owner_id,
   std::stop_source src;
   {
     std::lock_guard lk(mu_);
-    auto it = entries_.find(raw_name);
-    if (it == entries_.end()) return;
-    auto h = it->second.holds.find(owner_id);
-    if (h == it->second.holds.end() || h->second.watchdog_id != wd_id) return;
-    src = h->second.lost;
+    hold* h = find_hold_locked(raw_name, owner_id);
+    if (h == nullptr || h->watchdog_id != wd_id) return;
+    src = h->lost;
     // Keep the hold record (count) so that unlock() reaches the server and reports not_owner;
     // the watchdog has already dropped it.
-    h->second.watchdog_id = 0;
+    h->watchdog_id = 0;
   }
   src.request_stop();
 }
 
+lock_service::hold* lock_service::find_hold_locked(const std::string& raw_name,
+                                                   std::uint64_t owner_id) {
+  const auto it = entries_.find(raw_name);
+  if (it == entries_.end()) return nullptr;
+  const auto h = it->second.holds.find(owner_id);
+  return h == it->second.holds.end() ? nullptr : &h->second;
+}
+
 std::stop_token lock_service::loss_token(const std::string& raw_name, std::uint64_t owner_id) {
   std::lock_guard lk(mu_);
-  auto it = entries_.find(raw_name);
-  if (it != entries_.end()) {
-    auto h = it->second.holds.find(owner_id);
-    if (h != it->second.holds.end()) return h->second.lost.get_token();
-  }
+  if (const hold* h = find_hold_locked(raw_name, owner_id)) return h->lost.get_token();
   std::stop_source not_held;
   not_held.request_stop();
   return not_held.get_token();
@@ -939,11 +935,9 @@ clock::time_point lock_service::valid_until(const std::string& raw_name, std::ui
   std::uint64_t id = 0;
   {
     std::lock_guard lk(mu_);
-    auto it = entries_.find(raw_name);
-    if (it == entries_.end()) return clock::time_point::min();
-    auto h = it->second.holds.find(owner_id);
-    if (h == it->second.holds.end()) return clock::time_point::min();
-    id = h->second.watchdog_id;
+    const hold* h = find_hold_locked(raw_name, owner_id);
+    if (h == nullptr) return clock::time_point::min();
+    id = h->watchdog_id;
   }
   return id == 0 ? clock::time_point::min() : watchdog_->valid_until(id);
 }
@@ -970,21 +964,17 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
       });
       return;
     }
-    auto it = entries_.find(raw_name);
-    if (it != entries_.end()) {
-      auto h = it->second.holds.find(owner_id);
-      if (h != it->second.holds.end()) {
-        // The TTL left behind when holds remain: a renewed hold keeps the watchdog's lease
-        // (an explicit lease of an inner hold must not cut it short), otherwise the last
-        // acquire's lease (Redisson's internalLockLeaseTime).
-        if (!h->second.renew) lease = h->second.lease;
-        if (h->second.count <= 1) {
-          // The final unlock. Renewal is cancelled before it is sent: no renewal can outlive
-          // it (Redisson #7272).
-          renewal_cancelled = true;
-          if (h->second.watchdog_id != 0) watchdog_->remove(h->second.watchdog_id);
-          h->second.watchdog_id = 0;
-        }
+    if (hold* h = find_hold_locked(raw_name, owner_id)) {
+      // The TTL left behind when holds remain: a renewed hold keeps the watchdog's lease (an
+      // explicit lease of an inner hold must not cut it short), otherwise the last acquire's
+      // lease (Redisson's internalLockLeaseTime).
+      if (!h->renew) lease = h->lease;
+      if (h->count <= 1) {
+        // The final unlock. Renewal is cancelled before it is sent: no renewal can outlive it
+        // (Redisson #7272).
+        renewal_cancelled = true;
+        if (h->watchdog_id != 0) watchdog_->remove(h->watchdog_id);
+        h->watchdog_id = 0;
       }
     }
   }
