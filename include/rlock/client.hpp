@@ -142,6 +142,8 @@ class client {
   /// errc::shutdown at once: blocking calls throw it (a lock guard that outlives shutdown()
   /// does not hang), and asynchronous handlers get it, those on the client's executor (the
   /// default) on a thread of Asio's system executor, since the client's threads are gone.
+  /// Locks still held are not released: they are no longer renewed, stay on the server until
+  /// their leases end, and every hold's loss_token() is stopped.
   void shutdown();
 
   /// Internal: the engine shared by every object this client hands out.

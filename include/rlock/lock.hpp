@@ -25,7 +25,8 @@
 // Once any hold of an owner was taken without a lease, the watchdog renews the lock until the
 // owner's final unlock (a re-entry with a shorter lease, or a partial unlock, does not cut it
 // short); an unlock that leaves holds sets the TTL to the watchdog's lease then, else to the
-// last acquire's lease (Redisson's behaviour).
+// last acquire's lease (Redisson's behaviour). Renewal never shortens a TTL (Redisson's sets it
+// to the watchdog's lease): an inner hold with a longer lease keeps it.
 //
 // Fairness: with config::lock_queue (the default) rlock waiters are served first come, first
 // served across processes: an unlock hands the lock to the first live waiter in the queue and
@@ -198,7 +199,10 @@ class reentrant_lock {
   /// The lock's PTTL: -2 ms if it does not exist, -1 ms if it has no TTL.
   milliseconds remain_time_to_live();
 
-  /// Stopped when the calling thread's hold is lost (or if it holds nothing).
+  /// Stopped when the calling thread's hold is lost (or if it holds nothing), and at
+  /// client::shutdown(). The stop (and any std::stop_callback registered on the token) runs on
+  /// one of the client's I/O threads, or the thread calling unlock() or shutdown(): a callback
+  /// must be quick and must not block, or it delays the renewal of the client's other locks.
   std::stop_token loss_token() const;
   std::stop_token loss_token(std::uint64_t owner_id) const;
   /// The local deadline of the calling thread's hold: send time of the last successful acquire

@@ -101,12 +101,14 @@ lock_service::~lock_service() {
 void lock_service::shutdown() {
   std::vector<std::shared_ptr<op>> waiting;
   std::vector<std::shared_ptr<op>> parked;
+  std::vector<std::stop_source> held;
   {
     std::lock_guard lk(mu_);
     if (closed_) return;
     closed_ = true;
     for (auto& [name, e] : entries_) {
       waiting.insert(waiting.end(), e.queue.begin(), e.queue.end());
+      for (auto& [owner, h] : e.holds) held.push_back(h.lost);
       e.sub_handle.reset();
       e.handoff_handle.reset();
       if (e.linger) e.linger->cancel();
@@ -118,6 +120,10 @@ void lock_service::shutdown() {
     // and refused after it.
   }
   watchdog_->stop();
+  // Every hold is lost to its holder: no longer renewed, and never to be released by this
+  // client (its locks stay on the server until their leases end). Told after the watchdog has
+  // stopped, so that no renewal runs after a holder learnt of its loss.
+  for (auto& src : held) src.request_stop();
   for (auto& o : parked) {
     o->timer.cancel();
     o->stop_cb.reset();

@@ -12,7 +12,12 @@
 //   the lease runs out. A re-entry resets the server's TTL to its own lease (Redisson's script):
 //   the hold's deadline follows it, and a re-entry under the watchdog starts renewal.
 // - Registration happens before the acquire is sent (add, then activate on success) and removal
-//   before the unlock is sent, so no renewal outlives an unlock (Redisson #7272).
+//   before the unlock is sent, so no renewal round starts after an unlock (Redisson #7272).
+//   A renewal script already written runs before the unlock on the same connection, and is
+//   not resent when its reply is lost (it is not idempotent: see send_batch). With
+//   connection_pool_size > 1 one may still reach the server after the unlock, on another
+//   connection; the renewal script never shortens a TTL, so it can at most keep the owner's
+//   next hold, if there is one, for one watchdog timeout past that hold's explicit lease.
 #pragma once
 
 #include <asio.hpp>

@@ -3,14 +3,22 @@
 -- ARGV[1]    lease in ms
 -- ARGV[i+1]  owner field expected in KEYS[i]
 -- Returns    an array of n integers: 1 when KEYS[i] is still held by its owner (and its TTL
---            was reset to the lease), 0 when the owner field is gone (the lock was lost),
+--            is at least the lease now), 0 when the owner field is gone (the lock was lost),
 --            also when the key now holds another type (deleted, then re-created as a string,
 --            say): one such key must not fail the renewal of the rest of its batch.
+-- A renewal never shortens a TTL (Redisson's sets it to the lease whatever it was). The owner
+-- field names an owner, not one of its holds: a renewal that reaches the server late (sent on
+-- another connection of a pool, or delayed in the network) may find the owner's next hold,
+-- taken after its final unlock with a longer explicit lease, which must keep that lease.
+local lease = tonumber(ARGV[1])
 local result = {}
 for i = 1, #KEYS do
   local ok, held = pcall(redis.call, 'hexists', KEYS[i], ARGV[i + 1])
   if ok and held == 1 then
-    redis.call('pexpire', KEYS[i], ARGV[1])
+    -- PTTL is -1 for a key without a TTL: it gets one.
+    if redis.call('pttl', KEYS[i]) < lease then
+      redis.call('pexpire', KEYS[i], lease)
+    end
     result[i] = 1
   else
     result[i] = 0

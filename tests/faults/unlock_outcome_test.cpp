@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "faults/connections_settled.hpp"
 #include "faults/fault_proxy.hpp"
 #include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
@@ -122,21 +123,7 @@ TEST(fault_unlock_outcome, a_forced_unlock_whose_reply_is_lost_is_not_resent) {
   // Both of op's connections through the proxy (commands, pub/sub) have finished their setup,
   // whose last command is a PING, and the server has written its replies: else the reply
   // dropped below could be the pub/sub connection's (under load it sets up later).
-  ASSERT_TRUE(test::wait_until(
-      [&server] {
-        const std::string list = server.cli({"CLIENT", "LIST"});
-        int done = 0;
-        for (std::size_t at = list.find(" name=op "); at != std::string::npos;
-             at = list.find(" name=op ", at + 1)) {
-          const std::string line = list.substr(at, list.find('\n', at) - at);
-          if (line.find(" cmd=ping ") != std::string::npos &&
-              line.find(" obl=0 oll=0 ") != std::string::npos) {
-            ++done;
-          }
-        }
-        return done == 2;
-      },
-      10s));
+  ASSERT_TRUE(test::wait_until([&server] { return connections_settled(server, "op", 2); }, 10s));
   // The proxy relays what is ready in order: once this reply is through, so is the pub/sub
   // connection's last setup reply, written before it.
   ASSERT_EQ(op.execute({"PING"}).str(), "PONG");

@@ -179,6 +179,44 @@ TEST(lock, re_entry_with_another_lease_keeps_the_watchdog_and_valid_until_true) 
   }
 }
 
+// Renewal never shortens a TTL: an inner hold with a longer lease keeps it. (Redisson's renewal
+// sets the watchdog's lease whatever the TTL was; so did rlock's, and a renewal reaching the
+// server late could thereby cut the lease of the owner's next hold.)
+TEST(lock, a_renewal_never_cuts_short_an_inner_hold_with_a_longer_lease) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 600ms;  // renewed every 200 ms
+  client c(cfg);
+  auto l = c.get_lock("re-long");
+  l.lock();
+  l.lock(20s);
+  const auto activated = l.valid_until();
+  // A renewal's reply sets valid_until() to its send time plus the watchdog's lease.
+  ASSERT_TRUE(wait_until([&] { return l.valid_until() < activated; }, 3s)) << "not renewed";
+  EXPECT_GT(server.cli_reply({"PTTL", "re-long"}).integer, 15000);
+  l.unlock_or_throw();
+  l.unlock_or_throw();
+}
+
+// shutdown() ends renewal and never releases: every hold's loss token is stopped.
+TEST(lock, shutdown_stops_the_loss_token_of_every_hold) {
+  redis_server server;
+  client c(config_for(server));
+  auto renewed = c.get_lock("shut-renewed");
+  auto leased = c.get_lock("shut-leased");
+  renewed.lock();
+  leased.lock(30s);
+  const std::stop_token renewed_lost = renewed.loss_token();
+  const std::stop_token leased_lost = leased.loss_token();
+  ASSERT_FALSE(renewed_lost.stop_requested());
+  ASSERT_FALSE(leased_lost.stop_requested());
+  c.shutdown();
+  EXPECT_TRUE(renewed_lost.stop_requested());
+  EXPECT_TRUE(leased_lost.stop_requested());
+  EXPECT_TRUE(renewed.loss_token().stop_requested());
+  EXPECT_EQ(server.cli({"EXISTS", "shut-renewed"}), "1") << "shutdown() does not release";
+}
+
 TEST(lock, lease_expires_and_is_not_renewed) {
   redis_server server;
   client a(config_for(server));
