@@ -387,6 +387,14 @@ TEST(cli_exec, force_unlock_wakes_a_waiting_exec_at_once) {
       start_rlock({"exec", "fu", "--url", server.url(), "--wait", "20s", "--", "echo", "woke"});
   ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "fu") > before; }, 10s))
       << waiter.error_output();
+  // Queued too: it subscribes before its acquire script queues it, and a force-unlock in
+  // between finds nobody to hand the lock to.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return server.cli({"ZCARD", "rlock_queue:{fu}"}) == "1";
+      },
+      10s))
+      << waiter.error_output();
 
   const raw_reply old_owner = server.cli_reply({"HKEYS", "fu"});
   ASSERT_EQ(old_owner.elements.size(), 1u);
