@@ -384,7 +384,9 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     const bool written = res.written;
     const auto sent_at = res.sent_at;
     std::string detail = r.ec ? std::move(res.detail) : std::string();
-    self->step(o, [o, r, written, server_ms, sent_at, &detail](acquire_fsm& f) {
+    std::stop_source lost(std::nostopstate);
+    self->step(o, [&self, o, r, written, server_ms, sent_at, &detail, &lost](acquire_fsm& f) {
+      if (!r.acquired && !r.ec && o->prior_count > 0) lost = self->reentry_found_lock_gone(o);
       o->last_written = written;
       if (r.ec) {
         o->last_error = r.ec;
@@ -398,6 +400,8 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
       }
       return f.on_reply(clock::now(), r);
     });
+    // Told outside the op's mutex: stop callbacks run user code.
+    lost.request_stop();
   };
   if (core_->cfg().lock_queue) {
     const queue_names qn(o->req.raw_name);
@@ -414,6 +418,31 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   const std::string_view args[] = {lease, o->owner, prior};
   lk.unlock();
   core_->eval(lock_acquire_script(), keys, args, opts, std::move(on_reply));
+}
+
+std::stop_source lock_service::reentry_found_lock_gone(const std::shared_ptr<op>& o) {
+  // A re-entry was refused: the lock is another's, so the owner's hold is gone (expired,
+  // deleted, force-unlocked) although renewal has not found out yet. That hold is lost, and its
+  // holder told; this acquire goes on as a fresh one, a waiter like any other (as Redisson's
+  // re-entry, which knows of no earlier hold, does). Left a re-entry, no waiter would be told
+  // of its subscription, and its entry in the Redis queue would never be refreshed or left.
+  std::stop_source lost(std::nostopstate);
+  std::lock_guard lk(mu_);
+  entry& e = entries_[o->req.raw_name];
+  auto h = e.holds.find(o->req.owner_id);
+  if (h != e.holds.end()) {
+    if (h->second.watchdog_id != 0) watchdog_->remove(h->second.watchdog_id);
+    lost = h->second.lost;
+    e.holds.erase(h);
+  }
+  o->prior_count = 0;
+  if (!o->watchdog_added_here) o->watchdog_id = 0;  // the lost hold's: registered anew
+  if (!o->req.single_attempt && !o->queued) {
+    e.queue.push_back(o);
+    o->queued = true;
+    if (e.linger) e.linger->cancel();
+  }
+  return lost;
 }
 
 std::uint64_t lock_service::register_hold(const std::string& raw_name, std::uint64_t owner_id,
@@ -492,7 +521,8 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
   };
   auto j = std::make_shared<join>();
   j->remaining = (want_zero ? 1 : 0) + (want_handoff ? 1 : 0);
-  auto complete = [weak, name, gen, j, target] {
+  // The op that asked is told too, should it not be in the entry's queue.
+  auto complete = [weak, name, gen, j, target, requester = std::weak_ptr<op>(o)] {
     auto self = weak.lock();
     if (!self) return;
     std::vector<std::shared_ptr<op>> told;
@@ -513,6 +543,9 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
       }
       have_now = e.level;
       told.assign(e.queue.begin(), e.queue.end());
+      if (auto r = requester.lock(); r && std::find(told.begin(), told.end(), r) == told.end()) {
+        told.push_back(std::move(r));
+      }
       self->maybe_linger_locked(name, e);
     }
     for (auto& w : told) {

@@ -4,6 +4,7 @@
 #include <future>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common.hpp"
@@ -163,6 +164,70 @@ TEST(lock_wire, foreign_redisson_owner_blocks_and_del_publish_wakes_at_once) {
   server.cli({"PUBLISH", "redisson_lock__channel:{shared}", "0"});
   EXPECT_TRUE(waiter.get());
   EXPECT_LT(ms_since(t0), 500);
+}
+
+// A Java peer force-unlocks an rlock holder's lock and takes it (Redisson's forceUnlock, then
+// its acquire), written with raw commands.
+void java_peer_takes(const redis_server& server, const std::string& name) {
+  server.cli({"DEL", name});
+  server.cli({"PUBLISH", "redisson_lock__channel:{" + name + "}", "0"});
+  server.cli({"HSET", name, "2f0c2a3e-8d0c-4c7e-9a55-6a1b2c3d4e5f:42", "1"});
+  server.cli({"PEXPIRE", name, "30000"});
+}
+
+// A re-entry that finds the lock another's (lost before renewal noticed, with the 30 s
+// watchdog up to 10 s later) is a fresh acquire: its hold's loss is told, and it waits like any
+// waiter. Before, it never returned, not even at its deadline, and its entry in the Redis queue
+// was never refreshed or left: a later unlock could hand the lock to it, and the owner's
+// watchdog then kept it for ever.
+TEST(lock_wire, a_re_entry_that_finds_the_lock_taken_waits_as_a_fresh_acquire) {
+  redis_server server;
+  client c(config_for(server));
+  {
+    auto l = c.get_lock("taken-a");
+    l.lock();
+    const std::stop_token first = l.loss_token();
+    java_peer_takes(server, "taken-a");
+    const auto t0 = steady::now();
+    EXPECT_FALSE(l.try_lock(300ms));
+    EXPECT_LT(ms_since(t0), 3000) << "a re-entry outlived its wait";
+    EXPECT_TRUE(first.stop_requested()) << "the lost hold's holder was not told";
+    EXPECT_EQ(l.hold_count(), 0);
+    EXPECT_EQ(server.cli({"EXISTS", "rlock_queue:{taken-a}"}), "0") << "left in the queue";
+  }
+  {
+    auto l = c.get_lock("taken-b");
+    std::promise<void> held;
+    std::promise<void> taken;
+    auto worker = std::async(std::launch::async, [&] {
+      l.lock();
+      const std::stop_token first = l.loss_token();
+      held.set_value();
+      taken.get_future().wait();
+      const bool got = l.try_lock(10s);
+      const long long count = l.hold_count();
+      const bool told = first.stop_requested();
+      if (got) l.unlock_or_throw();
+      return std::tuple{got, count, told};
+    });
+    held.get_future().wait();
+    java_peer_takes(server, "taken-b");
+    taken.set_value();
+    ASSERT_TRUE(wait_until(
+        [&] {
+          return server.cli({"ZCARD", "rlock_queue:{taken-b}"}) == "1";
+        },
+        5s));
+    // The peer's unlock (Redisson's script: DEL, "0").
+    server.cli({"DEL", "taken-b"});
+    server.cli({"PUBLISH", "redisson_lock__channel:{taken-b}", "0"});
+    ASSERT_EQ(worker.wait_for(10s), std::future_status::ready) << "the re-entry never returned";
+    const auto [got, count, told] = worker.get();
+    EXPECT_TRUE(got);
+    EXPECT_EQ(count, 1) << "a fresh hold, not a re-entry of the lost one";
+    EXPECT_TRUE(told);
+    EXPECT_EQ(server.cli({"EXISTS", "taken-b"}), "0");
+  }
 }
 
 TEST(lock_wire, name_mapper_applies_to_key_and_channel) {
