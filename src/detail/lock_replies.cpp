@@ -85,7 +85,7 @@ std::optional<refresh_outcome> decode_refresh(const exec_result& r, std::size_t 
   out.server_ms = v[0].integer();
   for (std::size_t i = 1; i <= waiters; ++i) {
     const reply_view e = v[i];
-    if (!e.is_integer() || e.integer() < 0 || e.integer() > 2) return std::nullopt;
+    if (!e.is_integer() || e.integer() < 0 || e.integer() > 3) return std::nullopt;
     out.status.push_back(static_cast<int>(e.integer()));
   }
   return out;

@@ -33,10 +33,12 @@ std::optional<bool> decode_force_unlock(const exec_result& r, std::error_code& e
 /// lock_renew: an array of exactly `keys` integers, each 0 (lost) or 1 (renewed).
 std::optional<std::vector<bool>> decode_renew(const exec_result& r, std::size_t keys);
 
-/// lock_queue_refresh: {server ms, s1..sn} with si in {0, 1, 2}.
+/// lock_queue_refresh: {server ms, s1..sn} with si in {0, 1, 2, 3}.
 struct refresh_outcome {
   long long server_ms = 0;
-  std::vector<int> status;  ///< 0: dropped as stale, 1: holds the lock, 2: still queued
+  /// 0: dropped as stale, 1: holds the lock, 2: still queued, 3: still queued behind a holder
+  /// that does not hand over (the waiter needs the Redisson channel)
+  std::vector<int> status;
 };
 std::optional<refresh_outcome> decode_refresh(const exec_result& r, std::size_t waiters);
 

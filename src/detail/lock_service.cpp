@@ -706,10 +706,18 @@ void lock_service::refresh(const std::string& raw_name) {
   const auto sent = clock::now();
   opts.deadline = sent + core_->cfg().lock_queue_liveness / 3;
   core_->eval(lock_queue_refresh_script(), keys, args, opts,
-              [self = shared_from_this(), waiting, sent](exec_result res) {
+              [self = shared_from_this(), waiting, sent, raw_name](exec_result res) {
                 const auto outcome = decode_refresh(res, waiting.size());
                 if (!outcome) {
                   return;  // the next refresh tries again; entries live for the full liveness
+                }
+                // Listening on the Redisson channel: no need to look again behind a holder
+                // that does not hand over.
+                bool hear_zero = false;
+                {
+                  std::lock_guard svc_lk(self->mu_);
+                  auto it = self->entries_.find(raw_name);
+                  hear_zero = it != self->entries_.end() && it->second.level == channels::all;
                 }
                 // The answering attempt's send time (a resend's own).
                 const auto asked = res.sent_at != clock::time_point{} ? res.sent_at : sent;
@@ -725,13 +733,22 @@ void lock_service::refresh(const std::string& raw_name) {
                           o->enqueue_server_ms >= 0 ? o->enqueue_sent_at : o->first_sent_at;
                       return f.on_handed(clock::now());
                     });
-                  } else if (status == 2) {
+                  } else if (status == 2 || status == 3) {
                     // Still queued at server time T for a request sent at `asked`: a later
                     // hand-off's lease starts after it.
-                    std::lock_guard op_lk(w->mu);
-                    if (!w->finished && asked >= w->enqueue_sent_at) {
-                      w->enqueue_sent_at = asked;
-                      w->enqueue_server_ms = outcome->server_ms;
+                    {
+                      std::lock_guard op_lk(w->mu);
+                      if (!w->finished && asked >= w->enqueue_sent_at) {
+                        w->enqueue_sent_at = asked;
+                        w->enqueue_server_ms = outcome->server_ms;
+                      }
+                    }
+                    if (status == 3 && !hear_zero) {
+                      // A holder that does not hand over (a Java Redisson client) took the
+                      // lock since the waiter queued behind one that does: its unlock is
+                      // announced only on the Redisson channel. The waiter looks again; the
+                      // reply makes it subscribe there.
+                      self->step(w, [](acquire_fsm& f) { return f.on_wake(clock::now()); });
                     }
                   } else if (status == 0) {
                     // Dropped as stale (this process was paused or cut off): queue again.

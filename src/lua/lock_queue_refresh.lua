@@ -8,7 +8,10 @@
 -- ARGV[3..] owner fields of this process's waiters on this lock
 -- Returns  {server time in ms, s1, s2, ...}: for owner i, 1 if it holds the lock (handed over;
 --          its message may have been lost), 2 if it is queued (its deadline was extended),
---          0 if it is in neither (its entry was dropped as stale: it must queue again).
+--          3 if it is queued and the lock's holder does not hand it over through the queue (a
+--          Java Redisson client, or an rlock client with the queue off, took it since the
+--          waiter queued: the waiter must listen on the Redisson channel for its unlock), 0 if
+--          it is in neither (its entry was dropped as stale: it must queue again).
 -- If the lock is free (its holder expired, or a client that does not hand over released it)
 -- the first live waiter is made owner and told on its process's channel.
 --!include queue_prelude.lua
@@ -28,11 +31,15 @@ if redis.call('exists', KEYS[1]) == 0 then
   end
 end
 local result = {now()}
+local queued_status = 2
+if holder_hands_off(KEYS[1]) == 0 then
+  queued_status = 3
+end
 for i = 3, #ARGV do
   if redis.call('hexists', KEYS[1], ARGV[i]) == 1 then
     result[#result + 1] = 1
   elseif redis.call('zscore', KEYS[2], ARGV[i]) then
-    result[#result + 1] = 2
+    result[#result + 1] = queued_status
   else
     result[#result + 1] = 0
   end

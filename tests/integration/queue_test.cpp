@@ -355,6 +355,40 @@ TEST(queue, a_waiter_behind_a_holder_that_does_not_hand_over_hears_its_unlock) {
   EXPECT_LT(ms_since(t0), 5000) << "woken by the \"0\", not by a lease or a refresh";
 }
 
+// A waiter queued behind an rlock holder listens only on its hand-off channel. When a Java
+// Redisson peer then takes the lock (its forceUnlock, then its acquire), the waiter's next
+// queue refresh finds a holder that does not hand over, and it subscribes to the Redisson
+// channel, on which alone that peer announces its unlock. Before, it kept listening on its
+// hand-off channel only, and heard of the unlock at its next refresh at best.
+TEST(queue, a_waiter_queued_behind_rlock_then_java_listens_for_the_javas_unlock) {
+  redis_server server;
+  client a(config_for(server));
+  auto la = a.get_lock("switch");
+  la.lock();
+  config cfg = config_for(server);
+  cfg.lock_queue_liveness = 600ms;  // a queue refresh every 200 ms
+  client b(cfg);
+  auto lb = b.get_lock("switch");
+  auto waiter = try_lock_then_unlock_async(lb, 30s);
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{switch}") == 1; }, 5s));
+  ASSERT_TRUE(
+      wait_until([&] { return numsub_of(server, "rlock_handoff:{switch}:" + b.id()) == 1; }, 5s));
+  EXPECT_EQ(numsub_of(server, "redisson_lock__channel:{switch}"), 0);
+  // The Java peer: forceUnlock (DEL, "0"), then at once its acquire (a version-4 client uuid),
+  // in one script so that no queue refresh hands the free lock over in between.
+  server.cli({"EVAL",
+              "redis.call('del', KEYS[1]); redis.call('publish', ARGV[1], '0'); "
+              "redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], 60000)",
+              "1", "switch", "redisson_lock__channel:{switch}",
+              "2f0c2a3e-8d0c-4c7e-9a55-6a1b2c3d4e5f:42"});
+  ASSERT_TRUE(
+      wait_until([&] { return numsub_of(server, "redisson_lock__channel:{switch}") == 1; }, 5s))
+      << "the waiter does not listen for the Java holder's unlock";
+  server.cli({"DEL", "switch"});
+  server.cli({"PUBLISH", "redisson_lock__channel:{switch}", "0"});
+  EXPECT_TRUE(waiter.get());
+}
+
 TEST(queue, a_client_without_the_queue_is_not_taken_for_one_that_hands_over) {
   redis_server server;
   config plain = config_for(server);
