@@ -141,15 +141,18 @@ struct config {
   /// Queued hand-off (rlock only, on by default): waiters join a queue in Redis in arrival
   /// order, and an unlock hands the lock straight to the first live waiter, which learns it
   /// holds the lock from a message without running a script. Java Redisson clients on the same
-  /// lock still work: they take the lock only when it is free, and never break exclusion.
+  /// lock still work: they take the lock only when it is free, and never break exclusion; but
+  /// while rlock waiters keep the queue busy the lock is never free, and they can starve.
   /// With the queue on, the client's id (client::id()) is an RFC 9562 version-8 UUID: waiters
   /// behind such a holder wait for its hand-off alone, on their process's own channel, and are
   /// not woken by other unlocks; behind a version-4 holder (Java Redisson, or rlock with the
-  /// queue off) they also listen for the "0" on the Redisson channel.
+  /// queue off) they also listen for the "0" on the Redisson channel (from the next refresh on,
+  /// if such a holder takes the lock after they queued).
   /// Off: Redisson's behaviour (waiters race for a freed lock; at most one per process).
   bool lock_queue = true;
   /// How long a queued waiter's entry stays valid without a refresh; a crashed waiter is
-  /// skipped once it expires. Waiting processes refresh every third of it, in one script per
+  /// skipped once it expires, but until then it may be handed the lock, which stays taken for
+  /// the dead waiter's lease. Waiting processes refresh every third of it, in one script per
   /// lock for all their waiters. Measured on the Redis server's clock.
   std::chrono::milliseconds lock_queue_liveness = 6000ms;
   /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every

@@ -31,9 +31,16 @@
 // Fairness: with config::lock_queue (the default) rlock waiters are served first come, first
 // served across processes: an unlock hands the lock to the first live waiter in the queue and
 // wakes only that waiter's process. Java Redisson clients barge: they take the lock whenever
-// they find it free (after an unlock with nobody queued, or an expiry). With the queue off,
-// waiters are FIFO within one process and only the first contends in Redis (one unlock costs at
-// most one acquire script per process); across processes the first script after an unlock wins.
+// they find it free (after an unlock with nobody queued, or an expiry). So while rlock waiters
+// keep the queue non-empty, every unlock hands the lock on inside the queue and a Java waiter
+// never finds it free: Java clients can starve until the queue drains (mutual exclusion holds
+// throughout). Give locks contended by both a pause between rlock holds, or turn the queue off
+// (config::lock_queue) for them. A queued waiter that dies within its liveness
+// (config::lock_queue_liveness) before the lock reaches it may still be handed the lock, which
+// then stays taken for that waiter's lease (30 s without one), for Java clients too.
+// With the queue off, waiters are FIFO within one process and only the first contends in Redis
+// (one unlock costs at most one acquire script per process); across processes the first script
+// after an unlock wins.
 //
 // Failure semantics:
 //   - The holder learns of a loss: loss_token() is stopped when renewal finds the owner field
