@@ -208,8 +208,10 @@ class reentrant_lock {
 
   /// Stopped when the calling thread's hold is lost (or if it holds nothing), and at
   /// client::shutdown(). The stop (and any std::stop_callback registered on the token) runs on
-  /// one of the client's I/O threads, or the thread calling unlock() or shutdown(): a callback
-  /// must be quick and must not block, or it delays the renewal of the client's other locks.
+  /// one of the client's I/O threads, or the thread calling unlock() or shutdown(), or an
+  /// acquire of the same owner that finds the hold gone (it becomes a fresh acquire, and
+  /// returns with the old token stopped): a callback must be quick and must not block, or it
+  /// delays the renewal of the client's other locks.
   std::stop_token loss_token() const;
   std::stop_token loss_token(std::uint64_t owner_id) const;
   /// The local deadline of the calling thread's hold: send time of the last successful acquire

@@ -94,6 +94,11 @@ acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
     if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);
     return finish({}, true);
   }
+  if (r.hold_gone && !retried_fresh_) {
+    retried_fresh_ = true;
+    if (stop_pending_) return finish(make_error_code(errc::stopped), false);
+    return attempt(now);
+  }
   last_ttl_ = r.ttl_ms;
   answered_ = true;
   if (stop_pending_) return finish(make_error_code(errc::stopped), false);

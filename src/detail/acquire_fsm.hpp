@@ -19,7 +19,9 @@
 //     the turn;
 //   - a stop request or deadline that lands while an attempt is in flight waits for its reply;
 //     if that reply says "acquired", the result asks the caller to release the lock;
-//   - a hand-off (queued mode) completes the acquire in any waiting state.
+//   - a hand-off (queued mode) completes the acquire in any waiting state;
+//   - a re-entry refused because its owner's hold is gone is tried again at once, once, as a
+//     fresh acquire, within the deadline (a single-attempt acquire too).
 #pragma once
 
 #include <chrono>
@@ -69,6 +71,9 @@ class acquire_fsm {
     long long ttl_ms = -1;  ///< PTTL of the held lock (-1: no TTL)
     /// The holder hands the lock over through the queue when it unlocks (queued mode only).
     bool holder_hands_off = false;
+    /// A re-entry was refused: its owner's hold is gone, and the driver made the acquire a
+    /// fresh one, which is tried at once (once; even by a single-attempt acquire).
+    bool hold_gone = false;
   };
 
   explicit acquire_fsm(params p) : p_(p) {}
@@ -122,7 +127,8 @@ class acquire_fsm {
   bool handed_pending_ = false;  // handed the lock while an attempt was in flight
   bool turn_pending_ = false;    // on_turn came before start()
   long long last_ttl_ = -1;
-  bool answered_ = false;  // an attempt's reply said the lock is held by another
+  bool answered_ = false;       // an attempt's reply said the lock is held by another
+  bool retried_fresh_ = false;  // a refused re-entry was tried again as a fresh acquire
   int attempts_ = 0;
 };
 

@@ -208,7 +208,9 @@ void core::shutdown() {
 
 void core::exec(std::span<const std::string_view> args, const exec_options& opts,
                 exec_callback cb) {
-  auto a = std::make_shared<attempt>(cfg_.retry_attempts, opts.idempotent, opts.deadline);
+  auto a =
+      std::make_shared<attempt>(opts.max_attempts > 0 ? opts.max_attempts : cfg_.retry_attempts,
+                                opts.idempotent, opts.deadline);
   a->completes_on_caller = opts.completes_on_caller;
   encode_command(args, a->payload);
   a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
@@ -220,7 +222,9 @@ void core::exec(std::span<const std::string_view> args, const exec_options& opts
 void core::eval(const script& s, std::span<const std::string_view> keys,
                 std::span<const std::string_view> args, const exec_options& opts,
                 exec_callback cb) {
-  auto a = std::make_shared<attempt>(cfg_.retry_attempts, opts.idempotent, opts.deadline);
+  auto a =
+      std::make_shared<attempt>(opts.max_attempts > 0 ? opts.max_attempts : cfg_.retry_attempts,
+                                opts.idempotent, opts.deadline);
   const std::string numkeys = std::to_string(keys.size());
   std::vector<std::string_view> argv;
   argv.reserve(3 + keys.size() + args.size());

@@ -28,6 +28,9 @@ struct exec_options {
   clock::time_point deadline = clock::time_point::max();
   /// The command may be sent again when its outcome is unknown.
   bool idempotent = false;
+  /// Attempts at most, the first included; 0 means the configured `retry_attempts`. 1: never
+  /// sent again, not even when an attempt certainly did not run (not connected, say).
+  int max_attempts = 0;
   /// The key that decides the node (empty: any node).
   std::string_view route_key;
   /// Per-attempt timeout; 0 means the configured `timeout`.

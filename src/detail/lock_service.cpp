@@ -86,6 +86,9 @@ struct lock_service::op : std::enable_shared_from_this<op> {
   std::optional<clock::time_point> lease_from;
   bool queued = false;
   bool finished = false;
+  // A re-entry found its owner's hold gone: that hold's loss signal, stopped at the latest
+  // when this acquire completes.
+  std::stop_source lost_hold{std::nostopstate};
   std::unique_ptr<std::stop_callback<std::function<void()>>> stop_cb;
 };
 
@@ -384,9 +387,12 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     const bool written = res.written;
     const auto sent_at = res.sent_at;
     std::string detail = r.ec ? std::move(res.detail) : std::string();
-    std::stop_source lost(std::nostopstate);
-    self->step(o, [&self, o, r, written, server_ms, sent_at, &detail, &lost](acquire_fsm& f) {
-      if (!r.acquired && !r.ec && o->prior_count > 0) lost = self->reentry_found_lock_gone(o);
+    self->step(o, [&self, o, r, written, server_ms, sent_at, &detail](acquire_fsm& f) {
+      acquire_fsm::reply answer = r;
+      if (!r.acquired && !r.ec && o->prior_count > 0) {
+        self->reentry_found_lock_gone(o);
+        answer.hold_gone = true;
+      }
       o->last_written = written;
       if (r.ec) {
         o->last_error = r.ec;
@@ -398,16 +404,16 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
         o->enqueue_sent_at = o->sent_at;
         o->enqueue_server_ms = server_ms;
       }
-      return f.on_reply(clock::now(), r);
+      return f.on_reply(clock::now(), answer);
     });
-    // Told outside the op's mutex: stop callbacks run user code.
-    lost.request_stop();
   };
   if (core_->cfg().lock_queue) {
     const queue_names qn(o->req.raw_name);
+    // A re-entry is never queued: refused, it becomes a fresh acquire, which may be.
+    const bool may_queue = !o->req.single_attempt && o->prior_count == 0;
     const std::string liveness =
-        o->req.single_attempt ? "0" : std::to_string(core_->cfg().lock_queue_liveness.count());
-    if (!o->req.single_attempt) o->enqueued = true;
+        may_queue ? std::to_string(core_->cfg().lock_queue_liveness.count()) : "0";
+    if (may_queue) o->enqueued = true;
     const std::string_view keys[] = {o->req.raw_name, qn.queue, qn.live, qn.handoff};
     const std::string_view args[] = {lease, o->owner, prior, liveness, "publish", o->token};
     lk.unlock();
@@ -420,19 +426,22 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   core_->eval(lock_acquire_script(), keys, args, opts, std::move(on_reply));
 }
 
-std::stop_source lock_service::reentry_found_lock_gone(const std::shared_ptr<op>& o) {
-  // A re-entry was refused: the lock is another's, so the owner's hold is gone (expired,
-  // deleted, force-unlocked) although renewal has not found out yet. That hold is lost, and its
-  // holder told; this acquire goes on as a fresh one, a waiter like any other (as Redisson's
-  // re-entry, which knows of no earlier hold, does). Left a re-entry, no waiter would be told
-  // of its subscription, and its entry in the Redis queue would never be refreshed or left.
-  std::stop_source lost(std::nostopstate);
+void lock_service::reentry_found_lock_gone(const std::shared_ptr<op>& o) {
+  // A re-entry was refused: its owner holds nothing on the server (the lock expired, was
+  // deleted or force-unlocked, and is free or another's), although renewal has not found out
+  // yet. That hold is lost, and its holder told; this acquire goes on as a fresh one (Redisson's
+  // re-entry, which knows of no earlier hold, does the same), a waiter like any other. Left a
+  // re-entry, no waiter would be told of its subscription, and taking a free lock as a
+  // re-entry would count 1 on the server under a local N + 1.
   std::lock_guard lk(mu_);
   entry& e = entries_[o->req.raw_name];
   auto h = e.holds.find(o->req.owner_id);
   if (h != e.holds.end()) {
     if (h->second.watchdog_id != 0) watchdog_->remove(h->second.watchdog_id);
-    lost = h->second.lost;
+    // Told at once on an I/O thread (stop callbacks run user code, which must not run under
+    // the op's mutex), and by the time this acquire completes at the latest (finish).
+    o->lost_hold = h->second.lost;
+    asio::post(core_->io(), [src = h->second.lost]() mutable { src.request_stop(); });
     e.holds.erase(h);
   }
   o->prior_count = 0;
@@ -442,7 +451,6 @@ std::stop_source lock_service::reentry_found_lock_gone(const std::shared_ptr<op>
     o->queued = true;
     if (e.linger) e.linger->cancel();
   }
-  return lost;
 }
 
 std::uint64_t lock_service::register_hold(const std::string& raw_name, std::uint64_t owner_id,
@@ -763,6 +771,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   o->finished = true;
   o->timer.cancel();
   lk.unlock();
+  if (o->lost_hold.stop_possible()) o->lost_hold.request_stop();
   bool keep = a.acquired && !a.release;
   // A first acquire whose reply came after its lease could have run out (the lease is counted
   // from the send time of the answering attempt: the server may have applied it at once) is not
@@ -791,6 +800,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   std::shared_ptr<op> same_owner_next;  // a parked acquire of this owner, free to start now
   std::optional<clock::time_point> held_until;
   channels next_subscribed = channels::none;
+  std::stop_source shut_out(std::nostopstate);
   {
     std::lock_guard svc_lk(mu_);
     const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
@@ -803,6 +813,8 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
       h.watchdog_id = o->watchdog_id;
       h.lease = o->lease;
       h.renew = h.renew || o->renew;
+      // Completed after shutdown() began: never renewed, as lost as the holds it stopped.
+      if (closed_) shut_out = h.lost;
     } else if (o->watchdog_added_here) {
       watchdog_->remove(o->watchdog_id);
     }
@@ -821,6 +833,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   if (keep) {
     watchdog_->activate(o->watchdog_id, o->lease_from.value_or(o->sent_at), o->lease, o->renew);
   }
+  if (shut_out.stop_possible()) shut_out.request_stop();
   if (next) {
     step(next, [held_until, next_subscribed](acquire_fsm& f) {
       return f.on_turn(clock::now(), held_until, next_subscribed);

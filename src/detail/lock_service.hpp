@@ -142,9 +142,9 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// flight (no undo, no acquire), marked as acquiring; nullptr if none may start yet.
   std::shared_ptr<op> next_parked_locked(const std::pair<std::string, std::uint64_t>& key);
   void on_lost(const std::string& raw_name, std::uint64_t owner_id, std::uint64_t wd_id);
-  /// A re-entry found the lock another's: drops the owner's lost hold, whose loss source is
-  /// returned (to stop outside the op's mutex), and makes `o` a fresh acquire. o->mu held.
-  std::stop_source reentry_found_lock_gone(const std::shared_ptr<op>& o);
+  /// A re-entry was refused (its owner holds nothing on the server): drops the owner's lost
+  /// hold, tells its holder, and makes `o` a fresh acquire. o->mu held.
+  void reentry_found_lock_gone(const std::shared_ptr<op>& o);
   /// The local hold of `owner_id` on `raw_name`, or nullptr; mu_ held.
   hold* find_hold_locked(const std::string& raw_name, std::uint64_t owner_id);
 

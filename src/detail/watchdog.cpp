@@ -148,10 +148,12 @@ void watchdog::send_batch(std::vector<std::uint64_t> ids) {
   std::vector<std::string_view> av(args.begin(), args.end());
   const auto sent_at = clock::now();
   exec_options o;
-  // Not resent when its outcome is unknown: a resend is written after whatever the owners did
-  // meanwhile, and may find an owner's next hold (taken after its final unlock) and extend a
-  // lease that must not be renewed. on_batch retries the current holds soon instead.
+  // One attempt: a resend (of an attempt whose outcome is unknown, or of one that was never
+  // written because the connection was down) goes out after whatever the owners did meanwhile,
+  // and may find an owner's next hold (taken after its final unlock) and extend a lease that
+  // must not be renewed. on_batch retries the current holds soon instead.
   o.idempotent = false;
+  o.max_attempts = 1;
   o.deadline = sent_at + timeout_ / 3;
   c->eval(lock_renew_script(), kv, av, o,
           [self = shared_from_this(), ids = std::move(ids), sent_at](exec_result res) mutable {

@@ -14,7 +14,7 @@
 // - Registration happens before the acquire is sent (add, then activate on success) and removal
 //   before the unlock is sent, so no renewal round starts after an unlock (Redisson #7272).
 //   A renewal script already written runs before the unlock on the same connection, and is
-//   not resent when its reply is lost (it is not idempotent: see send_batch). With
+//   never sent again, written or not (one attempt: see send_batch). With
 //   connection_pool_size > 1 one may still reach the server after the unlock, on another
 //   connection; the renewal script never shortens a TTL, so it can at most keep the owner's
 //   next hold, if there is one, for one watchdog timeout past that hold's explicit lease.

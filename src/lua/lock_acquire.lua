@@ -7,12 +7,21 @@
 --          acquire. The owner is blocked in this acquire, so nobody else changes its field: a
 --          count of ARGV[3] + 1 means the lost attempt was applied, and it is not applied twice.
 -- Returns  nil when acquired: the hold count is incremented and the key's TTL is set to the
---          lease (also on re-entry); otherwise the key's PTTL in ms (-1: the key has no TTL).
+--          lease (also on re-entry); otherwise the key's PTTL in ms (-1: the key has no TTL; at
+--          least 0 for a refused re-entry).
+-- A re-entry (ARGV[3] > 0) that finds no hold of its owner is refused, even when the lock is
+-- free: the owner's hold is gone (expired, deleted, force-unlocked), and the client must learn
+-- that, then acquire afresh. Taken here, the new hold would count 1 on the server and N + 1 in
+-- the client, whose inner unlock would then delete the lock under its outer hold.
 if ARGV[3] ~= nil then
+  local prior = tonumber(ARGV[3])
   local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
-  if held == tonumber(ARGV[3]) + 1 then
+  if held == prior + 1 then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
+  end
+  if prior > 0 and held == 0 then
+    return math.max(redis.call('pttl', KEYS[1]), 0)
   end
 end
 if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then

@@ -16,16 +16,21 @@
 --          the queue entry and sent back in the hand-off message, so that a late message is not
 --          taken for a later acquire of the same owner
 -- Returns  nil when the owner holds the lock (acquired now, re-entered, or handed over);
---          otherwise {PTTL of the lock (-1: no TTL), server time in ms, 1 if the holder hands
---          the lock over through the queue when it unlocks (an rlock client with the queue on:
---          its waiters need not hear the Redisson channel), else 0}.
+--          otherwise {PTTL of the lock (-1: no TTL; at least 0 for a refused re-entry), server
+--          time in ms, 1 if the holder hands the lock over through the queue when it unlocks
+--          (an rlock client with the queue on: its waiters need not hear the Redisson channel),
+--          else 0}.
 -- A free lock goes to the first live waiter in the queue, not to whoever asks first; waiters
 -- whose deadline has passed (crashed) are dropped as they reach the head. When a free lock is
 -- found with another live waiter at the head, that waiter is made the owner and told on its
 -- process's hand-off channel with the payload "<owner> <server ms> 0 <its token>".
+-- A re-entry (ARGV[3] > 0) that finds no hold of its owner is refused, free lock or not, and is
+-- not queued: the owner's hold is gone (expired, deleted, force-unlocked), and the client must
+-- learn that, then acquire afresh. Taken here, the new hold would count 1 on the server and
+-- N + 1 in the client, whose inner unlock would then delete the lock under its outer hold.
 -- The uncontended case first: a free lock without a queue is taken before the queue's helpers
 -- are even defined (one read, EXISTS of both keys, and two writes).
-if redis.call('exists', KEYS[1], KEYS[2]) == 0 then
+if ARGV[3] == '0' and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
@@ -47,6 +52,9 @@ if held > 0 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
+end
+if prior > 0 then
+  return {math.max(redis.call('pttl', KEYS[1]), 0), now(), holder_hands_off(KEYS[1])}
 end
 if redis.call('exists', KEYS[1]) == 0 then
   local head, lease, token

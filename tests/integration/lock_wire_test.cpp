@@ -228,6 +228,29 @@ TEST(lock_wire, a_re_entry_that_finds_the_lock_taken_waits_as_a_fresh_acquire) {
     EXPECT_TRUE(told);
     EXPECT_EQ(server.cli({"EXISTS", "taken-b"}), "0");
   }
+  config plain_cfg = config_for(server);
+  plain_cfg.lock_queue = false;
+  client plain(plain_cfg);
+  for (client* cl : {&c, &plain}) {
+    // Deleted (a force-unlock with nobody waiting): the lock is free, and the re-entry takes it
+    // as a fresh hold. Before, it was counted as a re-entry (2 here, 1 on the server): the
+    // inner unlock deleted the lock under the outer hold, whose loss nobody was told.
+    SCOPED_TRACE(cl == &c ? "queue on" : "queue off");
+    auto l = cl->get_lock("taken-c");
+    l.lock();
+    const std::stop_token first = l.loss_token();
+    server.cli({"DEL", "taken-c"});
+    EXPECT_TRUE(l.try_lock(300ms));
+    EXPECT_TRUE(first.stop_requested()) << "the lost hold's holder was not told";
+    EXPECT_EQ(l.hold_count(), 1);
+    EXPECT_EQ(
+        server.cli({"HGET", "taken-c", cl->id() + ":" + std::to_string(this_thread_owner_id())}),
+        "1");
+    EXPECT_FALSE(l.loss_token().stop_requested());
+    l.unlock_or_throw();
+    EXPECT_EQ(l.hold_count(), 0);
+    EXPECT_EQ(server.cli({"EXISTS", "taken-c"}), "0");
+  }
 }
 
 TEST(lock_wire, name_mapper_applies_to_key_and_channel) {

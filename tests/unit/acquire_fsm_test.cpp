@@ -58,6 +58,45 @@ TEST(acquire_fsm, free_lock_is_acquired_with_one_script) {
   EXPECT_EQ(f.attempts(), 1);
 }
 
+// A re-entry refused because its owner's hold is gone is tried again at once as a fresh
+// acquire, once, even by a single-attempt acquire; the second refusal is an ordinary one.
+TEST(acquire_fsm, a_refused_re_entry_is_tried_again_at_once_as_a_fresh_acquire) {
+  acquire_fsm::reply gone = held(0);
+  gone.hold_gone = true;
+  {
+    auto f = make(t0 + 1s, true);
+    f.start(t0, true, none);
+    EXPECT_EQ(f.on_reply(t0 + 1ms, gone).kind, kind::send_acquire);
+    auto a = f.on_reply(t0 + 2ms, acquired());
+    EXPECT_EQ(a.kind, kind::done);
+    EXPECT_TRUE(a.acquired);
+    EXPECT_EQ(f.attempts(), 2);
+  }
+  {
+    auto f = make(t0 + 1s, true);
+    f.start(t0, true, none);
+    EXPECT_EQ(f.on_reply(t0 + 1ms, gone).kind, kind::send_acquire);
+    auto a = f.on_reply(t0 + 2ms, gone);  // not twice
+    EXPECT_EQ(a.kind, kind::done);
+    EXPECT_FALSE(a.acquired);
+    EXPECT_EQ(f.attempts(), 2);
+  }
+  {
+    auto f = make(t0 + 1s);
+    f.start(t0, true, all);
+    EXPECT_EQ(f.on_reply(t0 + 1ms, gone).kind, kind::send_acquire);
+    EXPECT_EQ(f.on_reply(t0 + 2ms, held(500)).kind, kind::wait);
+  }
+  {
+    // Not past the deadline.
+    auto f = make(t0 + 1s, true);
+    f.start(t0, true, none);
+    auto a = f.on_reply(t0 + 1s, gone);
+    EXPECT_EQ(a.kind, kind::done);
+    EXPECT_FALSE(a.acquired);
+  }
+}
+
 TEST(acquire_fsm, subscribes_before_retrying_then_waits_for_the_ttl) {
   auto f = make();
   f.start(t0, true, none);
