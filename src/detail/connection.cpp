@@ -296,13 +296,7 @@ bool connection::try_direct_send_locked() {
   pending_.pop_front();
   const std::string_view all = moved.req.bytes();
   std::string rest = written < all.size() ? std::string(all.substr(written)) : std::string();
-  if (moved.remaining > 0) {
-    moved.req.payload.clear();
-    moved.req.external = nullptr;
-    push_awaiting_locked(std::move(moved));
-  } else if (opts_.pubsub) {
-    answered_by_push_.push_back(true);
-  }
+  written_locked(std::move(moved));
   if (!rest.empty()) {
     write_buf_ = std::move(rest);
     writing_ = true;
@@ -322,13 +316,7 @@ void connection::start_write_locked(std::unique_lock<std::mutex>& lk) {
   while (!pending_.empty()) {
     entry& e = pending_.front();
     write_buf_ += e.req.bytes();
-    if (e.remaining > 0) {
-      e.req.payload = std::string();
-      e.req.external = nullptr;
-      push_awaiting_locked(std::move(e));
-    } else if (opts_.pubsub) {
-      answered_by_push_.push_back(true);
-    }
+    written_locked(std::move(e));
     pending_.pop_front();
   }
   writing_ = true;
@@ -594,6 +582,16 @@ bool connection::poll_replies() {
     asio::post(strand_, [self = shared_from_this(), gen, o] { self->after_read(gen, o); });
   }
   return o.any;
+}
+
+void connection::written_locked(entry e) {
+  if (e.remaining > 0) {
+    e.req.payload = std::string();  // its bytes are in the write buffer or on the wire
+    e.req.external = nullptr;
+    push_awaiting_locked(std::move(e));
+  } else if (opts_.pubsub) {
+    answered_by_push_.push_back(true);  // a SUBSCRIBE or UNSUBSCRIBE: a push answers it
+  }
 }
 
 void connection::push_awaiting_locked(entry e) {

@@ -160,6 +160,9 @@ class connection : public std::enable_shared_from_this<connection> {
   };
   read_outcome read_available_locked(completions& out);
   void after_read(std::uint64_t gen, const read_outcome& o);
+  /// A pending entry's bytes were written (or handed to the write in flight): it awaits its
+  /// replies, or, in pub/sub mode, the push that answers it.
+  void written_locked(entry e);
   void push_awaiting_locked(entry e);
   entry take_awaiting_front_locked();
   void clear_awaiting_locked();

@@ -206,25 +206,28 @@ void core::shutdown() {
   threads_.clear();
 }
 
-void core::exec(std::span<const std::string_view> args, const exec_options& opts,
-                exec_callback cb) {
+std::shared_ptr<core::attempt> core::new_attempt(const exec_options& opts, exec_callback cb) {
   auto a =
       std::make_shared<attempt>(opts.max_attempts > 0 ? opts.max_attempts : cfg_.retry_attempts,
                                 opts.idempotent, opts.deadline);
   a->completes_on_caller = opts.completes_on_caller;
-  encode_command(args, a->payload);
   a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
-  a->route_key = std::string(opts.route_key);
   a->done = std::move(cb);
+  return a;
+}
+
+void core::exec(std::span<const std::string_view> args, const exec_options& opts,
+                exec_callback cb) {
+  auto a = new_attempt(opts, std::move(cb));
+  encode_command(args, a->payload);
+  a->route_key = std::string(opts.route_key);
   send(a);
 }
 
 void core::eval(const script& s, std::span<const std::string_view> keys,
                 std::span<const std::string_view> args, const exec_options& opts,
                 exec_callback cb) {
-  auto a =
-      std::make_shared<attempt>(opts.max_attempts > 0 ? opts.max_attempts : cfg_.retry_attempts,
-                                opts.idempotent, opts.deadline);
+  auto a = new_attempt(opts, std::move(cb));
   const std::string numkeys = std::to_string(keys.size());
   std::vector<std::string_view> argv;
   argv.reserve(3 + keys.size() + args.size());
@@ -236,10 +239,7 @@ void core::eval(const script& s, std::span<const std::string_view> keys,
   encode_command(argv, a->payload);
   a->via_script = &s;
   a->from_script = true;
-  a->completes_on_caller = opts.completes_on_caller;
-  a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
   a->route_key = keys.empty() ? std::string{} : std::string(keys.front());
-  a->done = std::move(cb);
   send(a);
 }
 

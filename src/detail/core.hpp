@@ -97,6 +97,9 @@ class core : public std::enable_shared_from_this<core> {
 
  private:
   struct attempt;
+  /// An attempt with `opts`' retry policy, timeout and completion; the caller adds its payload
+  /// and route key.
+  std::shared_ptr<attempt> new_attempt(const exec_options& opts, exec_callback cb);
   void send(const std::shared_ptr<attempt>& a);
   void on_result(const std::shared_ptr<attempt>& a, exec_result res);
 
