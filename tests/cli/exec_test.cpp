@@ -383,8 +383,14 @@ TEST(cli_exec, force_unlock_wakes_a_waiting_exec_at_once) {
   fifo_marker held(dir.path() / "held");
   child_process holder = start_holder(server, "fu", held, {"--watchdog-timeout", "900ms"});
   const long long before = lock_listeners(server, "fu");
-  child_process waiter =
-      start_rlock({"exec", "fu", "--url", server.url(), "--wait", "20s", "--", "echo", "woke"});
+  // The waiter's command holds the lock until the test writes to `go`: force-unlock reads the
+  // lock after its script, and a command that ended at once (as `echo` can, in the few ms
+  // between the two) would have released it by then (stop 21's CI: "released" alone).
+  const auto go = dir.path() / "go";
+  ASSERT_EQ(::mkfifo(go.c_str(), 0600), 0);
+  child_process waiter = start_rlock({"exec", "fu", "--url", server.url(), "--wait", "20s", "--",
+                                      "sh", "-c", "echo woke; read x < \"$G\""},
+                                     {"G=" + go.string()});
   ASSERT_TRUE(wait_until([&] { return lock_listeners(server, "fu") > before; }, 10s))
       << waiter.error_output();
   // Queued too: it subscribes before its acquire script queues it, and a force-unlock in
@@ -405,12 +411,14 @@ TEST(cli_exec, force_unlock_wakes_a_waiting_exec_at_once) {
   const std::regex handed("released; now held by [0-9a-f-]{36}:[0-9]+\n");
   EXPECT_TRUE(std::regex_match(fu.out, handed)) << fu.out;
   EXPECT_EQ(fu.out.find(old_owner.elements[0].str), std::string::npos) << fu.out;
-  EXPECT_EQ(exit_status(waiter, 10s), 0) << waiter.error_output();
+  ASSERT_TRUE(wait_until([&] { return waiter.output() == "woke\n"; }, 10s))
+      << waiter.output() << waiter.error_output();
   const long long woke_ms = ms_since(t0);
-  EXPECT_EQ(waiter.output(), "woke\n");
   EXPECT_LT(woke_ms, 1000) << "woken by the unlock message, far before the 30 s TTL";
-  std::cout << "[ timing ] force-unlock (its own process included) to waiter's exit: " << woke_ms
+  std::cout << "[ timing ] force-unlock (its own process included) to waiter's command: " << woke_ms
             << " ms\n";
+  std::ofstream(go) << "go\n";
+  EXPECT_EQ(exit_status(waiter, 10s), 0) << waiter.error_output();
 
   // The old holder's watchdog finds its lock gone: it stops its command and exits 76.
   EXPECT_EQ(exit_status(holder, 10s), 76) << holder.error_output();
