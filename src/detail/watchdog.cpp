@@ -1,5 +1,6 @@
 #include "detail/watchdog.hpp"
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -14,8 +15,10 @@ watchdog::watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds tim
     : core_(c),
       timeout_(timeout),
       batch_size_(static_cast<std::size_t>(std::max(1, batch_size))),
-      round_timer_(c->io()),
-      expiry_timer_(c->io()) {}
+      retry_delay_(std::clamp<std::chrono::milliseconds>(timeout / 10, 1ms, 1s)),
+      round_(c->io()),
+      retry_(c->io()),
+      expiry_(c->io()) {}
 
 std::uint64_t watchdog::add(std::string key, std::string owner, loss_callback on_loss) {
   std::lock_guard lk(mu_);
@@ -37,10 +40,11 @@ void watchdog::activate(std::uint64_t id, clock::time_point sent_at,
   h.active = true;
   h.renew = h.renew || renew;
   h.valid_until = sent_at + lease;
-  if (h.renew) schedule_round_locked(sent_at + std::min(lease, timeout_) / 3);
+  h.activated_at = std::max(h.activated_at, sent_at);
+  if (h.renew) arm_locked(round_, sent_at + std::min(lease, timeout_) / 3, &watchdog::run_round);
   // The expiry timer only ever needs to move earlier; a firing that finds nothing expired
   // re-arms itself at the then-earliest deadline. This keeps activation O(1).
-  if (h.valid_until < expiry_at_) arm_at_locked(h.valid_until);
+  arm_locked(expiry_, h.valid_until, &watchdog::on_expiry);
 }
 
 void watchdog::remove(std::uint64_t id) {
@@ -58,9 +62,10 @@ void watchdog::stop() {
   std::lock_guard lk(mu_);
   stopped_ = true;
   holds_.clear();
-  asio::post(round_timer_.get_executor(), [self = shared_from_this()] {
-    self->round_timer_.cancel();
-    self->expiry_timer_.cancel();
+  asio::post(round_.timer.get_executor(), [self = shared_from_this()] {
+    self->round_.timer.cancel();
+    self->retry_.timer.cancel();
+    self->expiry_.timer.cancel();
   });
 }
 
@@ -76,52 +81,71 @@ std::size_t watchdog::active() const {
   return n;
 }
 
-void watchdog::schedule_round_locked(clock::time_point at) {
-  if (round_armed_ && round_at_ <= at) return;
-  round_armed_ = true;
-  round_at_ = at;
-  asio::post(round_timer_.get_executor(), [self = shared_from_this(), at] {
+void watchdog::arm_locked(alarm& a, clock::time_point at, void (watchdog::*fire)()) {
+  if (a.at <= at) return;
+  a.at = at;
+  asio::post(a.timer.get_executor(), [self = shared_from_this(), &a, at, fire] {
     std::lock_guard lk(self->mu_);
-    if (self->round_at_ != at || self->stopped_) return;
-    self->round_timer_.expires_at(at);
-    self->round_timer_.async_wait([self, at](std::error_code ec) {
+    if (a.at != at || self->stopped_) return;
+    a.timer.expires_at(at);
+    a.timer.async_wait([self, &a, at, fire](std::error_code ec) {
       if (ec) return;
       {
         std::lock_guard lk2(self->mu_);
-        if (self->round_at_ != at) return;
-        self->round_armed_ = false;
-        self->round_at_ = clock::time_point::max();
+        if (a.at != at) return;
+        a.at = clock::time_point::max();
       }
-      self->run_round();
+      ((*self).*fire)();
     });
   });
 }
 
 void watchdog::run_round() {
-  std::vector<std::vector<std::uint64_t>> batches;
+  std::vector<std::uint64_t> ids;
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
     const auto now = clock::now();
-    std::vector<std::uint64_t> cur;
     bool any = false;
     for (auto& [id, h] : holds_) {
       if (!h.active || !h.renew) continue;
       any = true;
       // Every round renews every held lock: each is renewed at least once per period, and the
-      // batches stay full (ceil(n / batch_size) scripts per period).
+      // batches stay full (ceil(n / batch_size) scripts per period). A retry due later is
+      // covered by this round.
       if (h.in_flight) continue;
       h.in_flight = true;
-      cur.push_back(id);
-      if (cur.size() == batch_size_) {
-        batches.push_back(std::move(cur));
-        cur.clear();
-      }
+      h.retry_at = clock::time_point::max();
+      ids.push_back(id);
     }
-    if (!cur.empty()) batches.push_back(std::move(cur));
-    if (any) schedule_round_locked(now + timeout_ / 3);
+    if (any) arm_locked(round_, now + timeout_ / 3, &watchdog::run_round);
   }
-  for (auto& b : batches) send_batch(std::move(b));
+  send_batches(ids);
+}
+
+void watchdog::run_retries() {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lk(mu_);
+    if (stopped_) return;
+    const auto now = clock::now();
+    for (auto& [id, h] : holds_) {
+      if (!h.active || !h.renew || h.in_flight || h.retry_at > now) continue;
+      h.in_flight = true;
+      h.retry_at = clock::time_point::max();
+      ids.push_back(id);
+    }
+    arm_retry_locked();
+  }
+  send_batches(ids);
+}
+
+void watchdog::send_batches(const std::vector<std::uint64_t>& ids) {
+  for (std::size_t i = 0; i < ids.size(); i += batch_size_) {
+    const auto end =
+        ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + batch_size_));
+    send_batch(std::vector<std::uint64_t>(ids.begin() + static_cast<std::ptrdiff_t>(i), end));
+  }
 }
 
 void watchdog::send_batch(std::vector<std::uint64_t> ids) {
@@ -165,6 +189,7 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
                         exec_result res) {
   std::vector<loss_callback> lost;
   std::error_code why = make_error_code(errc::lock_lost);
+  auto retry_at = clock::time_point::max();
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
@@ -175,17 +200,30 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
       if (it == holds_.end()) continue;
       hold& h = it->second;
       h.in_flight = false;
-      if (!ok) continue;
+      if (!ok) {
+        // Retried after retry_delay_, 2x, 4x, ... while that comes before the next round.
+        h.failures = std::min(h.failures + 1, 16);
+        const auto at = clock::now() + retry_delay_ * (1 << (h.failures - 1));
+        if (at < round_.at) {
+          h.retry_at = at;
+          retry_at = std::min(retry_at, at);
+        }
+        continue;
+      }
+      h.failures = 0;
       if ((*renewed)[i]) {
-        h.valid_until = sent_at + timeout_;
+        // An acquire sent after this renewal may have run before it (another connection of a
+        // pool) or after it and set a shorter lease: it counts as well, whichever is earlier.
+        h.valid_until = h.activated_at > sent_at ? std::min(h.valid_until, sent_at + timeout_)
+                                                 : sent_at + timeout_;
       } else {
         lost.push_back(std::move(h.on_loss));
         holds_.erase(it);
       }
     }
-    if (!ok) {
-      // Retry soon rather than a whole period later; expiry is checked by its own timer.
-      schedule_round_locked(clock::now() + std::min<clock::duration>(timeout_ / 10, 1s));
+    // Expiry is checked by its own timer, retries or not.
+    if (retry_at != clock::time_point::max()) {
+      arm_locked(retry_, retry_at, &watchdog::run_retries);
     }
   }
   for (auto& cb : lost) {
@@ -193,25 +231,18 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
   }
 }
 
+void watchdog::arm_retry_locked() {
+  auto earliest = clock::time_point::max();
+  for (const auto& [id, h] : holds_) earliest = std::min(earliest, h.retry_at);
+  if (earliest != clock::time_point::max()) arm_locked(retry_, earliest, &watchdog::run_retries);
+}
+
 void watchdog::arm_expiry_locked() {
   auto earliest = clock::time_point::max();
   for (const auto& [id, h] : holds_) {
     if (h.active) earliest = std::min(earliest, h.valid_until);
   }
-  if (earliest == clock::time_point::max() || earliest == expiry_at_) return;
-  arm_at_locked(earliest);
-}
-
-void watchdog::arm_at_locked(clock::time_point earliest) {
-  expiry_at_ = earliest;
-  asio::post(expiry_timer_.get_executor(), [self = shared_from_this(), earliest] {
-    std::lock_guard lk(self->mu_);
-    if (self->expiry_at_ != earliest || self->stopped_) return;
-    self->expiry_timer_.expires_at(earliest);
-    self->expiry_timer_.async_wait([self](std::error_code ec) {
-      if (!ec) self->on_expiry();
-    });
-  });
+  if (earliest != clock::time_point::max()) arm_locked(expiry_, earliest, &watchdog::on_expiry);
 }
 
 void watchdog::on_expiry() {
@@ -228,7 +259,6 @@ void watchdog::on_expiry() {
         ++it;
       }
     }
-    expiry_at_ = clock::time_point::max();
     arm_expiry_locked();
   }
   for (auto& cb : lost) {

@@ -3,11 +3,16 @@
 // - One renewal timer per client, period = lock_watchdog_timeout / 3. Each round cuts the held
 //   locks into batches of at most lock_watchdog_batch_size keys, one renewal script per batch,
 //   all batches sent concurrently. A failed batch neither aborts the others nor waits a whole
-//   period: its keys are retried after a short delay until renewed or expired.
+//   period: only its holds are retried, after min(timeout / 10, 1 s), then after twice that
+//   and so on, as long as the retry comes before the next round (which renews every hold). A
+//   server refusing renewals therefore costs a few extra scripts per hold, not a round every
+//   second until the leases end.
 // - Every registered hold has a local deadline, valid_until = send time of the last successful
-//   acquire or renewal + lease, on steady_clock. When the renewal script reports the owner field
-//   gone, or when valid_until passes without a successful renewal (Redis unreachable, paused),
-//   the hold is lost: it leaves the watchdog and its loss callback runs once.
+//   acquire or renewal + lease, on steady_clock (the earlier of the two when a renewal's reply
+//   comes after that of an acquire sent later, which may have set a shorter lease). When the
+//   renewal script reports the owner field gone, or when valid_until passes without a successful
+//   renewal (Redis unreachable, paused), the hold is lost: it leaves the watchdog and its loss
+//   callback runs once.
 // - Holds taken with an explicit lease are not renewed, but their loss is still reported when
 //   the lease runs out. A re-entry resets the server's TTL to its own lease (Redisson's script):
 //   the hold's deadline follows it, and a re-entry under the watchdog starts renewal.
@@ -28,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "detail/connection.hpp"
 
@@ -69,28 +75,42 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
     bool renew = false;
     bool active = false;
     bool in_flight = false;
+    /// Failed renewals since the last successful one, and when the next retry is due
+    /// (time_point::max(): none; the next round renews it).
+    int failures = 0;
+    clock::time_point retry_at = clock::time_point::max();
     clock::time_point valid_until = clock::time_point::min();
+    /// Send time of the last acquire or unlock that set the lease (activate()).
+    clock::time_point activated_at = clock::time_point::min();
     loss_callback on_loss;
   };
-  void schedule_round_locked(clock::time_point at);
+  /// One timer and the time it is armed for (time_point::max(): not armed).
+  struct alarm {
+    explicit alarm(asio::io_context& io) : timer(io) {}
+    asio::steady_timer timer;
+    clock::time_point at = clock::time_point::max();
+  };
+  /// Arms `a` to run `fire` at `at`, unless it is already armed for `at` or earlier.
+  void arm_locked(alarm& a, clock::time_point at, void (watchdog::*fire)());
   void run_round();
+  void run_retries();
+  void send_batches(const std::vector<std::uint64_t>& ids);
   void send_batch(std::vector<std::uint64_t> ids);
   void on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_at, exec_result res);
+  void arm_retry_locked();
   void arm_expiry_locked();
-  void arm_at_locked(clock::time_point earliest);
   void on_expiry();
 
   std::weak_ptr<core> core_;
   std::chrono::milliseconds timeout_;
   std::size_t batch_size_;
-  asio::steady_timer round_timer_;
-  asio::steady_timer expiry_timer_;
+  std::chrono::milliseconds retry_delay_;
+  alarm round_;
+  alarm retry_;
+  alarm expiry_;
   mutable std::mutex mu_;
   std::map<std::uint64_t, hold> holds_;
   std::uint64_t next_id_ = 1;
-  bool round_armed_ = false;
-  clock::time_point round_at_ = clock::time_point::max();
-  clock::time_point expiry_at_ = clock::time_point::max();
   bool stopped_ = false;
   std::uint64_t scripts_sent_ = 0;
 };

@@ -196,6 +196,48 @@ TEST(lock_failure, a_generic_server_error_reaches_what_with_the_servers_text) {
   EXPECT_FALSE(l.is_locked());
 }
 
+// A server that refuses renewals (MISCONF) is not asked again every fraction of a period: the
+// failed holds are retried after timeout / 10, then twice that, while the retry comes before
+// the next round. With a 3 s watchdog (rounds every second, first retry after 300 ms), from
+// the first refused renewal to the loss (at most 3 s after the last renewal) that is at most
+// 3 rounds and 2 retries. Before, each refusal brought the next round forward to 300 ms later:
+// about 7 scripts in the same time, and 10x the renewal load with many held locks.
+TEST(lock_failure, refused_renewals_are_retried_with_back_off_until_the_loss_is_told) {
+  temp_dir data("rlock-misconf-renew");
+  redis_server server(misconf_options(data.path()));
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 3000ms;
+  client c(cfg);
+  lock l = c.get_lock("renew-refused");
+  l.lock();
+  std::promise<void> lost;
+  std::stop_callback on_loss(l.loss_token(), [&] { lost.set_value(); });
+  auto renewals = [&] {
+    // A refused EVALSHA counts as a call (refused inside the script) or as a rejected call.
+    const auto info = server.cli({"INFO", "commandstats"});
+    const auto line = info.find("cmdstat_evalsha:");
+    if (line == std::string::npos) return 0L;
+    const auto field = [&](const std::string& name) {
+      const auto at = info.find(name, line);
+      return at == std::string::npos || at > info.find('\n', line)
+                 ? 0L
+                 : std::stol(info.substr(at + name.size()));
+    };
+    return field("calls=") + field("rejected_calls=");
+  };
+  const long before = renewals();
+  ASSERT_TRUE(break_persistence(server, data.path()));
+  ASSERT_EQ(lost.get_future().wait_for(10s), std::future_status::ready)
+      << "the loss was never told";
+  const long sent = renewals() - before;
+  RecordProperty("renewals", static_cast<int>(sent));
+  EXPECT_GE(sent, 2) << "refused renewals were never retried";
+  EXPECT_LE(sent, 5) << "refused renewals were retried without back-off";
+  std::error_code ec;
+  l.unlock(ec);
+  EXPECT_TRUE(ec) << "the lost lock unlocked without an error";
+}
+
 TEST(lock_failure, bad_names_and_durations) {
   redis_server server;
   client c(config_for(server));
