@@ -1,6 +1,7 @@
 #include "rlock/lock.hpp"
 
 #include <atomic>
+#include <charconv>
 #include <string_view>
 
 #include "detail/blocking.hpp"
@@ -66,6 +67,13 @@ reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::s
   if (key_.empty()) {
     throw error(make_error_code(errc::invalid_argument), "name_mapper mapped a lock name to ''");
   }
+  // Every script sends the key, and the channels' names, several times: with names of many
+  // MiB the writes alone outlast a request timeout, and no deadline could hold.
+  if (key_.size() > max_name_size) {
+    throw error(make_error_code(errc::invalid_argument),
+                "lock name of " + std::to_string(key_.size()) + " bytes; at most " +
+                    std::to_string(max_name_size));
+  }
 }
 
 asio::io_context::executor_type reentrant_lock::executor() const {
@@ -130,6 +138,25 @@ void reentrant_lock::start_is_locked(callback<bool> cb) {
   });
 }
 
+std::stop_token reentrant_lock::stop_on_cancel(asio::cancellation_slot slot, std::stop_token also) {
+  // Owned by the slot's handler, which lives until the slot is cleared (when the operation
+  // completes) or given another handler.
+  struct link {
+    std::stop_source source;
+    std::optional<std::stop_callback<std::function<void()>>> forward;
+  };
+  auto l = std::make_shared<link>();
+  if (also.stop_possible()) {
+    l->forward.emplace(std::move(also),
+                       std::function<void()>([s = l->source]() mutable { s.request_stop(); }));
+  }
+  slot.assign([l](asio::cancellation_type type) {
+    using ct = asio::cancellation_type;
+    if ((type & (ct::terminal | ct::partial | ct::total)) != ct::none) l->source.request_stop();
+  });
+  return l->source.get_token();
+}
+
 void reentrant_lock::start_hold_count(std::uint64_t owner, callback<long long> cb) {
   const std::string field = svc_->owner_field(owner);
   const std::string_view args[] = {"HGET", key_, field};
@@ -138,7 +165,16 @@ void reentrant_lock::start_hold_count(std::uint64_t owner, callback<long long> c
   o.route_key = key_;
   svc_->engine()->exec(args, o, [cb = std::move(cb)](detail::exec_result r) {
     long long n = 0;
-    if (!r.ec && r.value.is_string()) n = std::stoll(std::string(r.value.str()));
+    if (!r.ec && r.value.is_string()) {
+      // Any bytes a peer wrote: a field that is no hold count makes the key no lock (this runs
+      // on an I/O thread, where an exception would end the program).
+      const std::string_view text = r.value.str();
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+      if (ec != std::errc{} || end != text.data() + text.size()) {
+        cb(make_error_code(errc::wrong_type), 0);
+        return;
+      }
+    }
     cb(r.ec, n);
   });
 }

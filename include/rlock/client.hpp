@@ -3,13 +3,18 @@
 // locks, the watchdog; every object it hands out shares them.
 //
 // Thread safety: all member functions may be called from any thread concurrently.
-// Invalid: destroying a client (or calling shutdown()) from one of its own completion handlers.
+// Invalid: destroying a client (or calling shutdown()) from one of its own completion handlers;
+// blocking calls (execute, eval, and a lock's blocking members) from them throw
+// errc::invalid_argument, since they would wait for a reply that thread has to read. Use the
+// async_ forms there. A moved-from client may only be destroyed or assigned to.
 //
 // Failure semantics: the client reconnects by itself after a connection drops. Requests whose
 // outcome became unknown (written, no reply) fail with errc::connection_lost or errc::timeout
 // and are never sent twice unless the operation is idempotent. Requests that certainly did not
-// reach the server are retried `retry_attempts` times with Redisson's equal-jitter delays,
-// within their deadline.
+// reach the server (refused, not connected) are tried up to `retry_attempts` times in all, with
+// Redisson's equal-jitter delays, each attempt with its own `timeout`: execute() and eval()
+// against a server that is down or does not answer can take retry_attempts x timeout plus the
+// delays between attempts (a lock's calls are bounded by their own wait budget instead).
 #pragma once
 
 #include <asio.hpp>
@@ -82,17 +87,20 @@ class client {
   auto async_eval(const script& s, std::vector<std::string> keys, std::vector<std::string> args,
                   CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, reply_signature>(
-        [this, &s](auto handler, const std::vector<std::string>& k,
-                   const std::vector<std::string>& a) {
-          start_eval(s, k, a, wrap(std::move(handler)));
+        // The script by value: a deferred operation may start after `s` is gone. (The client
+        // itself must outlive every operation, as any Asio I/O object.)
+        [this](auto handler, const script& sc, const std::vector<std::string>& k,
+               const std::vector<std::string>& a) {
+          start_eval(sc, k, a, wrap(std::move(handler)));
         },
-        token, std::move(keys), std::move(args));
+        token, s, std::move(keys), std::move(args));
   }
   reply eval(const script& s, const std::vector<std::string>& keys,
              const std::vector<std::string>& args);
 
   /// The reentrant lock named `name` (Redisson's getLock). Throws errc::invalid_argument for an
-  /// empty name. Locks of one client share its watchdog and pub/sub connections.
+  /// empty name, or one longer than reentrant_lock::max_name_size (1 MiB) once mapped (any
+  /// bytes otherwise). Locks of one client share its watchdog and pub/sub connections.
   reentrant_lock get_lock(std::string name) const;
 
   /// Runs `f` while holding the lock `name`, returns what `f` returns, and always releases it,

@@ -108,7 +108,9 @@ struct config {
   std::chrono::microseconds blocking_spin{100};
 
   // ---- deadlines and retries ----
-  /// Per-request timeout: from the moment a command is queued to its reply.
+  /// Per-attempt timeout: from the moment a command is queued to its reply. A request that
+  /// certainly did not reach the server is tried again (retry_attempts, below), each attempt
+  /// with its own timeout; a lock's operations stop at their wait budget whatever is left.
   std::chrono::milliseconds timeout = 3000ms;
   /// Bound on establishing one connection (TCP, TLS, AUTH, SELECT, script loading).
   std::chrono::milliseconds connect_timeout = 10000ms;
@@ -151,9 +153,10 @@ struct config {
   /// Off: Redisson's behaviour (waiters race for a freed lock; at most one per process).
   bool lock_queue = true;
   /// How long a queued waiter's entry stays valid without a refresh; a crashed waiter is
-  /// skipped once it expires, but until then it may be handed the lock, which stays taken for
-  /// the dead waiter's lease. Waiting processes refresh every third of it, in one script per
-  /// lock for all their waiters. Measured on the Redis server's clock.
+  /// skipped once it expires, but until then it may be handed the lock, which then stays taken
+  /// until that entry's deadline (never for the dead waiter's whole lease). Waiting processes
+  /// refresh every third of it, in one script per lock for all their waiters. Measured on the
+  /// Redis server's clock.
   std::chrono::milliseconds lock_queue_liveness = 6000ms;
   /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every
   /// key and channel of an object derives from the mapped name, so Java and C++ peers sharing a

@@ -9,12 +9,18 @@
 // throw rlock::error carrying the same code, plus the server's own text where there is one (for
 // example the WRONGTYPE message) in what().
 //
-// Codes fall into three groups, and callers usually only need the group:
+// Codes fall into four groups, and callers usually only need the group:
 //   - the outcome is known not to have happened: invalid_argument, invalid_url, auth_failed,
-//     auth_required, not_connected, connection_refused, wrong_type, script_error, server_error,
-//     out_of_memory, read_only, command_unavailable, not_owner, shutdown, stopped;
+//     auth_required, not_connected, connection_refused, tls_error, wrong_type, script_error,
+//     server_error, out_of_memory, read_only, command_unavailable, server_busy, not_owner,
+//     shutdown, stopped, subscription_timeout;
 //   - the outcome is unknown (the command may or may not have run on the server): timeout,
-//     connection_lost. rlock never resends such a command unless it is idempotent;
+//     connection_lost, and protocol_error for a command already written. rlock never resends
+//     such a command unless it is idempotent;
+//   - it ran, in part or unconfirmed: no_permission from a script (Redis refuses the command
+//     the ACL forbids, not the writes before it, and does not roll them back; an unlock whose
+//     PUBLISH is refused has released the lock), replication_not_confirmed (ran on the master,
+//     not confirmed by the replicas asked for);
 //   - lock liveness: lock_lost (the lock is no longer held by this owner).
 #pragma once
 

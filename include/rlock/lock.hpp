@@ -36,8 +36,11 @@
 // never finds it free: Java clients can starve until the queue drains (mutual exclusion holds
 // throughout). Give locks contended by both a pause between rlock holds, or turn the queue off
 // (config::lock_queue) for them. A queued waiter that dies within its liveness
-// (config::lock_queue_liveness) before the lock reaches it may still be handed the lock, which
-// then stays taken for that waiter's lease (30 s without one), for Java clients too.
+// (config::lock_queue_liveness) before the lock reaches it may still be handed the lock: the
+// hand-off's TTL ends at the waiter's queue deadline (at most one liveness, 6 s by default),
+// not after its lease, so the lock is free again by then, for Java clients too. A live waiter
+// extends it to its own lease when told (an explicit lease at once, one more script; under the
+// watchdog by its first renewal, within a third of that TTL).
 // With the queue off, waiters are FIFO within one process and only the first contends in Redis
 // (one unlock costs at most one acquire script per process); across processes the first script
 // after an unlock wins.
@@ -84,6 +87,7 @@
 #include <stop_token>
 #include <string>
 #include <system_error>
+#include <type_traits>
 
 #include "rlock/detail/handler_dispatch.hpp"
 #include "rlock/detail/saturating_duration.hpp"
@@ -129,6 +133,8 @@ class reentrant_lock {
  public:
   using milliseconds = std::chrono::milliseconds;
   using clock = std::chrono::steady_clock;
+  /// The longest key (the name through config::name_mapper) a lock may have: 1 MiB.
+  static constexpr std::size_t max_name_size = std::size_t{1} << 20;
 
   /// Made by client::get_lock(). Cheap to copy; copies refer to the same lock.
   reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name);
@@ -161,7 +167,11 @@ class reentrant_lock {
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    return try_lock_for(tp - Clock::now());
+    // A deadline already passed (time_point::min() included, where tp - now would overflow)
+    // is one attempt that does not wait, as std::timed_mutex's.
+    const auto now = Clock::now();
+    if (tp <= now) return try_lock(milliseconds(0));
+    return try_lock_for(tp - now);
   }
   /// General form: returns whether the lock was acquired.
   bool acquire(const acquire_options& opts);
@@ -183,7 +193,8 @@ class reentrant_lock {
   /// to the end. unlock(ec) and unlock_or_throw() say what went wrong.
   void unlock() noexcept;
   /// As unlock(); `ec` is {} when one hold was released, errc::not_owner when the calling thread
-  /// held none (also when it held the lock and the lock was lost), errc::timeout or
+  /// held none (also when it held the lock and the lock was lost; errc::wrong_type if the key
+  /// was meanwhile replaced by another type's value, which is left as it is), errc::timeout or
   /// errc::connection_lost when the outcome is unknown, errc::shutdown after
   /// client::shutdown(), errc::invalid_argument from one of the client's completion handlers.
   void unlock(std::error_code& ec) noexcept;
@@ -220,6 +231,14 @@ class reentrant_lock {
   clock::time_point valid_until(std::uint64_t owner_id) const;
 
   // ---- asynchronous API (explicit owner; any Asio completion token) ----
+  // An operation keeps its own copy of this handle: a deferred one (asio::experimental::deferred,
+  // use_awaitable) may be started after the handle it was made from is gone.
+  // Per-operation cancellation (a handler's associated cancellation slot: asio::
+  // bind_cancellation_slot, the awaitable operator ||, parallel_group): async_acquire,
+  // async_lock and async_try_lock take any cancellation type (terminal, partial, total) as a
+  // stop request: the wait ends with errc::stopped, nothing held or queued, no side effect
+  // left (an acquire handed the lock meanwhile releases it). The other operations ignore it:
+  // an unlock, once sent, is never withdrawn.
 
   /// Completes with (error_code, bool acquired).
   template <class CompletionToken>
@@ -228,8 +247,9 @@ class reentrant_lock {
         // `o` is moved into start_acquire's by-value parameter, not only read: clang-tidy 14
         // misses the move in a member call with a dependent argument inside a generic lambda.
         // NOLINTNEXTLINE(performance-unnecessary-value-param)
-        [this](auto handler, std::uint64_t owner, acquire_options o) {
-          start_acquire(owner, std::move(o), wrap<bool>(std::move(handler)));
+        [self = *this](auto handler, std::uint64_t owner, acquire_options o) mutable {
+          link_cancellation(o, handler);
+          self.start_acquire(owner, std::move(o), self.wrap<bool>(std::move(handler)));
         },
         token, owner_id, std::move(opts));
   }
@@ -263,8 +283,8 @@ class reentrant_lock {
   template <class CompletionToken>
   auto async_unlock(std::uint64_t owner_id, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code)>(
-        [this](auto handler, std::uint64_t owner) {
-          start_unlock(owner, wrap_void(std::move(handler)));
+        [self = *this](auto handler, std::uint64_t owner) mutable {
+          self.start_unlock(owner, self.wrap_void(std::move(handler)));
         },
         token, owner_id);
   }
@@ -272,20 +292,26 @@ class reentrant_lock {
   template <class CompletionToken>
   auto async_force_unlock(CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code, bool)>(
-        [this](auto handler) { start_force_unlock(wrap<bool>(std::move(handler))); }, token);
+        [self = *this](auto handler) mutable {
+          self.start_force_unlock(self.wrap<bool>(std::move(handler)));
+        },
+        token);
   }
   /// Completes with (error_code, bool).
   template <class CompletionToken>
   auto async_is_locked(CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code, bool)>(
-        [this](auto handler) { start_is_locked(wrap<bool>(std::move(handler))); }, token);
+        [self = *this](auto handler) mutable {
+          self.start_is_locked(self.wrap<bool>(std::move(handler)));
+        },
+        token);
   }
   /// Completes with (error_code, long long holds).
   template <class CompletionToken>
   auto async_hold_count(std::uint64_t owner_id, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code, long long)>(
-        [this](auto handler, std::uint64_t owner) {
-          start_hold_count(owner, wrap<long long>(std::move(handler)));
+        [self = *this](auto handler, std::uint64_t owner) mutable {
+          self.start_hold_count(owner, self.wrap<long long>(std::move(handler)));
         },
         token, owner_id);
   }
@@ -293,7 +319,10 @@ class reentrant_lock {
   template <class CompletionToken>
   auto async_remain_time_to_live(CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code, milliseconds)>(
-        [this](auto handler) { start_ttl(wrap<milliseconds>(std::move(handler))); }, token);
+        [self = *this](auto handler) mutable {
+          self.start_ttl(self.wrap<milliseconds>(std::move(handler)));
+        },
+        token);
   }
 
  private:
@@ -306,12 +335,25 @@ class reentrant_lock {
     return asio::async_initiate<CompletionToken, void(std::error_code)>(
         // Moved, not only read (see async_acquire: a clang-tidy 14 false positive).
         // NOLINTNEXTLINE(performance-unnecessary-value-param)
-        [this](auto handler, std::uint64_t owner, acquire_options opts) {
-          start_acquire(owner, std::move(opts),
-                        [h = wrap_void(std::move(handler))](std::error_code ec, bool) { h(ec); });
+        [self = *this](auto handler, std::uint64_t owner, acquire_options opts) mutable {
+          link_cancellation(opts, handler);
+          self.start_acquire(
+              owner, std::move(opts),
+              [h = self.wrap_void(std::move(handler))](std::error_code ec, bool) { h(ec); });
         },
         token, owner_id, std::move(o));
   }
+
+  // A connected cancellation slot of the handler becomes the acquire's stop token (the
+  // caller's own token still counts).
+  template <class Handler>
+  static void link_cancellation(acquire_options& o, Handler& handler) {
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    if constexpr (std::is_same_v<decltype(slot), asio::cancellation_slot>) {
+      if (slot.is_connected()) o.stop = stop_on_cancel(slot, std::move(o.stop));
+    }
+  }
+  static std::stop_token stop_on_cancel(asio::cancellation_slot slot, std::stop_token also);
 
   // The handler runs on its associated executor (default: the client's). A work guard keeps
   // that executor's context busy until the handler has been handed over (as Asio's own
@@ -323,7 +365,10 @@ class reentrant_lock {
     auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
     return [h, ex, own, work](std::error_code ec, T v) {
-      detail::dispatch_handler(ex, own, *work, [h, ec, v]() mutable { (*h)(ec, v); });
+      detail::dispatch_handler(ex, own, *work, [h, ec, v]() mutable {
+        asio::get_associated_cancellation_slot(*h).clear();  // done: nothing left to cancel
+        (*h)(ec, v);
+      });
     };
   }
   template <class Handler>
@@ -333,7 +378,10 @@ class reentrant_lock {
     auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
     auto h = std::make_shared<Handler>(std::move(handler));
     return [h, ex, own, work](std::error_code ec) {
-      detail::dispatch_handler(ex, own, *work, [h, ec]() mutable { (*h)(ec); });
+      detail::dispatch_handler(ex, own, *work, [h, ec]() mutable {
+        asio::get_associated_cancellation_slot(*h).clear();
+        (*h)(ec);
+      });
     };
   }
 

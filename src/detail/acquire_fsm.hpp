@@ -107,6 +107,8 @@ class acquire_fsm {
   bool finished() const { return state_ == state::done; }
   /// Waiting for the channels it asked for (after a `subscribe` action, before on_subscribed).
   bool subscribing() const { return state_ == state::subscribing; }
+  /// An attempt was sent and its reply has not come (it may be applied any time).
+  bool attempting() const { return state_ == state::attempting; }
   int attempts() const { return attempts_; }
 
  private:

@@ -319,9 +319,11 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
     return;
   }
   {
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     if (closed_) {
+      // Completed outside the lock: the callback may reach user code (a handler run inline).
       auto cb = std::move(a->done);
+      lk.unlock();
       res.ec = make_error_code(errc::shutdown);
       if (cb) cb(std::move(res));
       return;

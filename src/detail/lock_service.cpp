@@ -84,6 +84,18 @@ struct lock_service::op : std::enable_shared_from_this<op> {
   clock::time_point enqueue_sent_at;
   long long enqueue_server_ms = -1;
   std::optional<clock::time_point> lease_from;
+  // Handed over by another's script: the hand-off's TTL ends at the latest at the queue entry's
+  // deadline, which the latest request that found the entry set (see handed_deadline()).
+  std::optional<clock::time_point> handed_end;
+  // A local lower bound of the queue entry's deadline when this acquire was handed the lock:
+  // every request that found the entry (an enqueue or a refresh) set it to the server's time
+  // plus the liveness; the latest confirmed one was sent at enqueue_sent_at, none before the
+  // first attempt.
+  clock::time_point handed_deadline(std::chrono::milliseconds liveness) const {
+    const auto set_at =
+        enqueue_server_ms >= 0 ? std::max(enqueue_sent_at, first_sent_at) : first_sent_at;
+    return set_at + liveness;
+  }
   bool queued = false;
   bool finished = false;
   // A re-entry found its owner's hold gone: that hold's loss signal, stopped at the latest
@@ -109,8 +121,10 @@ void lock_service::shutdown() {
     std::lock_guard lk(mu_);
     if (closed_) return;
     closed_ = true;
+    // Every started acquire: queued or not (a try_lock, a re-entry, any acquire with the
+    // queue off), its script may be in flight.
+    waiting.assign(running_.begin(), running_.end());
     for (auto& [name, e] : entries_) {
-      waiting.insert(waiting.end(), e.queue.begin(), e.queue.end());
       for (auto& [owner, h] : e.holds) held.push_back(h.lost);
       e.sub_handle.reset();
       e.handoff_handle.reset();
@@ -134,10 +148,15 @@ void lock_service::shutdown() {
     if (done) done(make_error_code(errc::shutdown), false);
   }
   for (auto& o : waiting) {
-    step(o, [](acquire_fsm&) {
+    step(o, [op = o.get()](acquire_fsm& f) {
       acquire_fsm::action a;
       a.kind = acquire_fsm::action_kind::done;
       a.ec = make_error_code(errc::shutdown);
+      // An attempt in flight, or one written whose reply said nothing sure, may still be
+      // applied: undone (a queued one also leaves the queue) before the core closes (the wait
+      // below), not left held for its lease.
+      if (f.attempting()) op->last_written = true;
+      a.release = true;
       return a;
     });
   }
@@ -217,6 +236,7 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
       return;
     }
     acquiring_.insert(key);
+    running_.insert(o);
   }
   start(o);
 }
@@ -230,6 +250,7 @@ std::shared_ptr<lock_service::op> lock_service::next_parked_locked(
   w->second.erase(w->second.begin());
   if (w->second.empty()) after_undo_.erase(w);
   acquiring_.insert(key);
+  running_.insert(next);
   return next;
 }
 
@@ -443,6 +464,16 @@ void lock_service::reentry_found_lock_gone(const std::shared_ptr<op>& o) {
     o->lost_hold = h->second.lost;
     asio::post(core_->io(), [src = h->second.lost]() mutable { src.request_stop(); });
     e.holds.erase(h);
+    // Unlocks parked behind this re-entry were for the lost hold: they go now, and find
+    // nothing (not_owner), rather than wait for this acquire and release what it takes.
+    if (undo_in_flight_.count({o->req.raw_name, o->req.owner_id}) == 0) {
+      auto unlocks = take_parked_unlocks_locked({o->req.raw_name, o->req.owner_id});
+      if (!unlocks.empty()) {
+        asio::post(core_->io(), [unlocks = std::move(unlocks)]() mutable {
+          for (auto& f : unlocks) f(true);
+        });
+      }
+    }
   }
   o->prior_count = 0;
   if (!o->watchdog_added_here) o->watchdog_id = 0;  // the lost hold's: registered anew
@@ -662,7 +693,8 @@ void lock_service::on_handoff(const std::string& raw_name, std::string_view payl
     }
   }
   if (!target) return;
-  step(target, [o = target.get(), server_ms](acquire_fsm& f) {
+  step(target, [o = target.get(), server_ms,
+                liveness = core_->cfg().lock_queue_liveness](acquire_fsm& f) {
     // The lease started at server time `server_ms`. The latest "still queued" reply carried
     // server time T for a request sent at local time S, so local(server_ms) >= S +
     // (server_ms - T): a lower bound of the lease's start on our clock. Without such a reply
@@ -674,6 +706,7 @@ void lock_service::on_handoff(const std::string& raw_name, std::string_view payl
     } else {
       o->lease_from = o->first_sent_at;
     }
+    o->handed_end = o->handed_deadline(liveness);
     return f.on_handed(now);
   });
 }
@@ -714,7 +747,8 @@ void lock_service::refresh(const std::string& raw_name) {
   const auto sent = clock::now();
   opts.deadline = sent + core_->cfg().lock_queue_liveness / 3;
   core_->eval(lock_queue_refresh_script(), keys, args, opts,
-              [self = shared_from_this(), waiting, sent, raw_name](exec_result res) {
+              [self = shared_from_this(), waiting, sent, raw_name,
+               liveness = core_->cfg().lock_queue_liveness](exec_result res) {
                 const auto outcome = decode_refresh(res, waiting.size());
                 if (!outcome) {
                   return;  // the next refresh tries again; entries live for the full liveness
@@ -736,9 +770,10 @@ void lock_service::refresh(const std::string& raw_name) {
                     // Handed over, and the message did not arrive (yet): the lease started
                     // after the latest request that found this waiter still queued was sent
                     // (this refresh was sent before the hand-off only if it found it).
-                    self->step(w, [o = w.get()](acquire_fsm& f) {
+                    self->step(w, [o = w.get(), liveness](acquire_fsm& f) {
                       o->lease_from =
                           o->enqueue_server_ms >= 0 ? o->enqueue_sent_at : o->first_sent_at;
+                      o->handed_end = o->handed_deadline(liveness);
                       return f.on_handed(clock::now());
                     });
                   } else if (status == 2 || status == 3) {
@@ -777,9 +812,16 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   // from the send time of the answering attempt: the server may have applied it at once) is not
   // returned as held: nobody can tell whether the lock is still this owner's. It is undone like
   // an abandoned acquire and, if the caller's wait allows, tried again (behind the undo).
+  // A hand-off's TTL may end sooner, at the queue entry's deadline (a waiter that died since
+  // its last refresh holds the lock no longer); it is extended to the lease below.
+  const auto lease_from = o->lease_from.value_or(o->sent_at);
+  auto lease_end = lease_from + o->lease;
+  if (o->handed_end && *o->handed_end < lease_end) lease_end = *o->handed_end;
+  const auto granted =
+      std::max(std::chrono::duration_cast<std::chrono::milliseconds>(lease_end - lease_from),
+               std::chrono::milliseconds(0));
   const bool stale =
-      keep && o->prior_count == 0 &&
-      o->lease_from.value_or(o->sent_at) + o->lease - stale_margin(o->lease) <= clock::now();
+      keep && o->prior_count == 0 && lease_end - stale_margin(granted) <= clock::now();
   if (stale) keep = false;
   // A re-entry of a hold that was reported lost while the re-entry was in flight (on_lost
   // cleared the hold's registration): its success must not be added to that hold, which nobody
@@ -798,6 +840,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   if (may_hold || (!keep && o->enqueued)) release_or_leave(o);
   std::shared_ptr<op> next;
   std::shared_ptr<op> same_owner_next;  // a parked acquire of this owner, free to start now
+  std::vector<std::function<void(bool)>> unlocks;  // parked behind this re-entry
   std::optional<clock::time_point> held_until;
   channels next_subscribed = channels::none;
   std::stop_source shut_out(std::nostopstate);
@@ -805,7 +848,9 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     std::lock_guard svc_lk(mu_);
     const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
     acquiring_.erase(key);
+    running_.erase(o);
     same_owner_next = next_parked_locked(key);  // after this op's count is in `holds`, below
+    if (undo_in_flight_.count(key) == 0) unlocks = take_parked_unlocks_locked(key);
     entry& e = entries_[o->req.raw_name];
     if (keep) {
       hold& h = e.holds[o->req.owner_id];
@@ -831,7 +876,12 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   }
   // A re-entry too: its script reset the TTL to its own lease.
   if (keep) {
-    watchdog_->activate(o->watchdog_id, o->lease_from.value_or(o->sent_at), o->lease, o->renew);
+    // A renewed hold's first renewal comes within a third of `granted`; an explicit lease cut
+    // short by a hand-off is extended to its end at once.
+    watchdog_->activate(o->watchdog_id, lease_from, granted, o->renew);
+    if (granted < o->lease && !o->renew) {
+      extend_handed(o->req.raw_name, o->owner, o->watchdog_id, lease_from + o->lease);
+    }
   }
   if (shut_out.stop_possible()) shut_out.request_stop();
   if (next) {
@@ -839,6 +889,8 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
       return f.on_turn(clock::now(), held_until, next_subscribed);
     });
   }
+  // In call order: a parked unlock goes before a parked acquire (which then sees its result).
+  for (auto& f : unlocks) f(true);
   if (same_owner_next) {
     same_owner_next->timer.cancel();  // the parking deadline; the state machine arms its own
     start(same_owner_next);
@@ -855,6 +907,31 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     *o->req.error_detail = o->last_error_detail;
   }
   if (done) done(keep ? std::error_code{} : a.ec, keep);
+}
+
+void lock_service::extend_handed(const std::string& raw_name, const std::string& owner,
+                                 std::uint64_t watchdog_id, clock::time_point lease_end) {
+  const auto sent = clock::now();
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(lease_end - sent);
+  if (left <= std::chrono::milliseconds(0)) return;
+  const std::string left_s = std::to_string(left.count());
+  const std::string_view keys[] = {raw_name};
+  const std::string_view args[] = {left_s, owner};
+  exec_options opts;
+  // One attempt, as renewals (watchdog.cpp): a resend could come after the owner's unlock and
+  // extend its next hold. Until the reply, the hold counts on the hand-off's TTL only.
+  opts.idempotent = false;
+  opts.max_attempts = 1;
+  opts.deadline = std::min(sent + core_->cfg().timeout, watchdog_->valid_until(watchdog_id));
+  core_->eval(lock_renew_script(), keys, args, opts,
+              [weak = weak_from_this(), watchdog_id, sent, left](exec_result res) {
+                auto self = weak.lock();
+                if (!self) return;
+                const auto renewed = decode_renew(res, 1);
+                if (renewed && (*renewed)[0]) {
+                  self->watchdog_->activate(watchdog_id, sent, left, false);
+                }
+              });
 }
 
 void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
@@ -882,11 +959,11 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
       auto it = self->undo_in_flight_.find(key);
       if (it != self->undo_in_flight_.end() && --it->second <= 0) {
         self->undo_in_flight_.erase(it);
+        // Unless a re-entry of the owner is in flight (unlocks parked behind it go when it
+        // completes).
+        const bool reentry_in_flight = self->acquiring_.count(key) != 0;
         ready = self->next_parked_locked(key);
-        if (auto u = self->unlocks_after_undo_.find(key); u != self->unlocks_after_undo_.end()) {
-          unlocks = std::move(u->second);
-          self->unlocks_after_undo_.erase(u);
-        }
+        if (!reentry_in_flight) unlocks = self->take_parked_unlocks_locked(key);
         if (self->undo_in_flight_.empty()) self->cleanup_done_.notify_all();
       }
     }
@@ -969,6 +1046,16 @@ void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
 
 // ---- holds, loss, unlock ----
 
+std::vector<std::function<void(bool)>> lock_service::take_parked_unlocks_locked(
+    const std::pair<std::string, std::uint64_t>& key) {
+  std::vector<std::function<void(bool)>> out;
+  if (auto u = unlocks_after_undo_.find(key); u != unlocks_after_undo_.end()) {
+    out = std::move(u->second);
+    unlocks_after_undo_.erase(u);
+  }
+  return out;
+}
+
 void lock_service::on_lost(const std::string& raw_name, std::uint64_t owner_id,
                            std::uint64_t wd_id) {
   std::stop_source src;
@@ -1012,21 +1099,28 @@ clock::time_point lock_service::valid_until(const std::string& raw_name, std::ui
 }
 
 void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done,
-                          std::string* error_detail, bool completes_on_caller) {
+                          std::string* error_detail, bool completes_on_caller, bool was_parked) {
   std::chrono::milliseconds lease = core_->cfg().lock_watchdog_timeout;
   // Set when this unlock cancelled the hold's renewal.
   bool renewal_cancelled = false;
   {
     std::lock_guard lk(mu_);
     const auto key = std::make_pair(raw_name, owner_id);
-    if (undo_in_flight_.count(key) != 0) {
-      // After the undo of this owner's acquire that gave up: see unlocks_after_undo_. Bounded
-      // by the undo's own retries (after shutdown() by the client's close, which completes
-      // every request).
+    // A re-entry of this owner in flight (the async API lets one owner call async_lock and
+    // async_unlock at once): the unlock goes after it. Sent at once, its reply could be
+    // handled before the re-entry's although the server ran it after (a pool's other
+    // connection), and the re-entry would be counted on a hold the unlock had just ended.
+    const bool reentry_in_flight = !was_parked && acquiring_.count(key) != 0 &&
+                                   find_hold_locked(raw_name, owner_id) != nullptr;
+    if (undo_in_flight_.count(key) != 0 || reentry_in_flight) {
+      // After the undo of this owner's acquire that gave up, or after its re-entry: see
+      // unlocks_after_undo_. Bounded by the undo's own retries, or the re-entry's (which is
+      // never queued; refused, it drops the hold and lets the unlock go: not_owner). After
+      // shutdown() by the client's close, which completes every request.
       unlocks_after_undo_[key].push_back([self = shared_from_this(), raw_name, owner_id,
                                           error_detail, done = std::move(done)](bool send) mutable {
         if (send) {
-          self->unlock(raw_name, owner_id, std::move(done), error_detail, false);
+          self->unlock(raw_name, owner_id, std::move(done), error_detail, false, true);
         } else {
           done(make_error_code(errc::shutdown));
         }

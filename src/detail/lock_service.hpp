@@ -60,9 +60,12 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
 
   void acquire(acquire_request req, acquire_callback done);
   /// `error_detail`, when given: as acquire_request::error_detail. `completes_on_caller`: as
-  /// acquire_request's (a blocking unlock).
+  /// acquire_request's (a blocking unlock). `was_parked`: sent after waiting behind an undo or
+  /// a re-entry of its owner (unlocks_after_undo_); it waits behind an undo again, not behind
+  /// an acquire started since.
   void unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done,
-              std::string* error_detail = nullptr, bool completes_on_caller = false);
+              std::string* error_detail = nullptr, bool completes_on_caller = false,
+              bool was_parked = false);
   void force_unlock(const std::string& raw_name, std::function<void(std::error_code, bool)> done,
                     std::string* error_detail = nullptr);
 
@@ -75,6 +78,10 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
 
  private:
   struct op;
+  /// Extends a hold that was handed over with a TTL shorter than its explicit lease (the queue
+  /// entry's deadline came first) to `lease_end`; its watchdog deadline follows on success.
+  void extend_handed(const std::string& raw_name, const std::string& owner,
+                     std::uint64_t watchdog_id, clock::time_point lease_end);
   struct hold {
     int count = 0;
     std::uint64_t watchdog_id = 0;
@@ -141,6 +148,10 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// The next parked acquire of (name, owner) to start, now that nothing of that owner is in
   /// flight (no undo, no acquire), marked as acquiring; nullptr if none may start yet.
   std::shared_ptr<op> next_parked_locked(const std::pair<std::string, std::uint64_t>& key);
+  /// The unlocks of (name, owner) parked behind its undo or re-entry, to send now that
+  /// neither is in flight (each called with true); mu_ held.
+  std::vector<std::function<void(bool)>> take_parked_unlocks_locked(
+      const std::pair<std::string, std::uint64_t>& key);
   void on_lost(const std::string& raw_name, std::uint64_t owner_id, std::uint64_t wd_id);
   /// A re-entry was refused (its owner holds nothing on the server): drops the owner's lost
   /// hold, tells its holder, and makes `o` a fresh acquire. o->mu held.
@@ -160,7 +171,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   std::map<std::pair<std::string, std::uint64_t>, std::vector<std::shared_ptr<op>>> after_undo_;
   // Unlocks of an owner sent once its undo has landed. Sent before it, an unlock could take the
   // hold the undo is for (count 2 -> 1), and the undo's count check then fail (1 is not 2): the
-  // owner's last hold would stay on the server, unrenewed, for its lease.
+  // owner's last hold would stay on the server, unrenewed, for its lease. Also unlocks of an
+  // owner behind its re-entry in flight (async API), sent once it has completed.
   // Each is called with true to send it, or false to refuse it (errc::shutdown).
   std::map<std::pair<std::string, std::uint64_t>, std::vector<std::function<void(bool)>>>
       unlocks_after_undo_;
@@ -169,6 +181,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   // of the same owner for a resend of the first, so both would be granted one server hold.
   // A later one waits in after_undo_ like behind an undo.
   std::set<std::pair<std::string, std::uint64_t>> acquiring_;
+  // Started acquires not finished yet (queued or not): shutdown() ends and undoes them.
+  std::set<std::shared_ptr<op>> running_;
   std::condition_variable cleanup_done_;  // undo_in_flight_ and latch_dels_ reached 0
   int latch_dels_ = 0;                    // DELs of spent latches sent at shutdown, in flight
   bool closed_ = false;

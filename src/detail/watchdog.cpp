@@ -14,6 +14,7 @@ watchdog::watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds tim
                    int batch_size)
     : core_(c),
       timeout_(timeout),
+      ordered_(c->cfg().connection_pool_size == 1),
       batch_size_(static_cast<std::size_t>(std::max(1, batch_size))),
       retry_delay_(std::clamp<std::chrono::milliseconds>(timeout / 10, 1ms, 1s)),
       round_(c->io()),
@@ -39,8 +40,13 @@ void watchdog::activate(std::uint64_t id, clock::time_point sent_at,
   hold& h = it->second;
   h.active = true;
   h.renew = h.renew || renew;
-  h.valid_until = sent_at + lease;
-  h.activated_at = std::max(h.activated_at, sent_at);
+  if (sent_at >= h.activated_at) {
+    h.valid_until = sent_at + lease;
+    h.activated_at = sent_at;
+  } else {
+    // A reply that comes after that of a script sent later: either may have run last.
+    h.valid_until = std::min(h.valid_until, sent_at + lease);
+  }
   if (h.renew) arm_locked(round_, sent_at + std::min(lease, timeout_) / 3, &watchdog::run_round);
   // The expiry timer only ever needs to move earlier; a firing that finds nothing expired
   // re-arms itself at the then-earliest deadline. This keeps activation O(1).
@@ -213,9 +219,17 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
       h.failures = 0;
       if ((*renewed)[i]) {
         // An acquire sent after this renewal may have run before it (another connection of a
-        // pool) or after it and set a shorter lease: it counts as well, whichever is earlier.
-        h.valid_until = h.activated_at > sent_at ? std::min(h.valid_until, sent_at + timeout_)
-                                                 : sent_at + timeout_;
+        // pool) or after it and set a shorter lease: then the earlier of the two counts. On one
+        // connection a script sent before ran before, and the renewal never shortens a TTL:
+        // a longer lease it set (an inner hold's) still holds. With a pool it may have run
+        // after, and set a shorter one.
+        if (h.activated_at > sent_at) {
+          h.valid_until = std::min(h.valid_until, sent_at + timeout_);
+        } else if (ordered_) {
+          h.valid_until = std::max(h.valid_until, sent_at + timeout_);
+        } else {
+          h.valid_until = sent_at + timeout_;
+        }
       } else {
         lost.push_back(std::move(h.on_loss));
         holds_.erase(it);

@@ -52,7 +52,8 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   std::uint64_t add(std::string key, std::string owner, loss_callback on_loss);
   /// A script sent at `sent_at` set the lock's TTL to `lease` and succeeded: the hold's first
   /// acquire, a re-entry (which resets the TTL to its own lease) or an unlock that left holds
-  /// behind. valid_until becomes sent_at + lease, the server's expiry or earlier. `renew`: this
+  /// behind. valid_until becomes sent_at + lease, the server's expiry or earlier (if a script
+  /// sent later was activated first, the earlier of the two). `renew`: this
   /// acquire asked for the watchdog; once any acquire of a hold did, the hold is renewed until
   /// it is removed, and the next round comes within a third of `lease`, before the TTL runs out.
   void activate(std::uint64_t id, clock::time_point sent_at, std::chrono::milliseconds lease,
@@ -103,6 +104,8 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
 
   std::weak_ptr<core> core_;
   std::chrono::milliseconds timeout_;
+  /// One connection carries every script: the server runs them in the order they were sent.
+  bool ordered_;
   std::size_t batch_size_;
   std::chrono::milliseconds retry_delay_;
   alarm round_;

@@ -32,8 +32,11 @@ local function tidy(q, live)
   end
   return true
 end
--- The first waiter whose deadline has not passed, its lease and its token; stale entries on
--- the way are dropped. nil when there is none.
+-- The first waiter whose deadline has not passed, the TTL to hand it the lock with and its
+-- token; stale entries on the way are dropped. nil when there is none. The TTL is the waiter's
+-- lease, but never past its deadline: a waiter that died since its last refresh holds the lock
+-- only until then, not for its whole lease. A live one extends it once told (its watchdog's
+-- first renewal comes within a third of the TTL; a longer explicit lease is set at once).
 local function live_head(q, live)
   while true do
     local head = redis.call('zrange', q, 0, 0)[1]
@@ -44,7 +47,7 @@ local function live_head(q, live)
     if v then
       local deadline, lease, token = string.match(v, '^(%d+):(%d+):?(%w*)$')
       if deadline and tonumber(deadline) > now() then
-        return head, lease, token
+        return head, math.min(tonumber(lease), tonumber(deadline) - now()), token
       end
     end
     leave(q, live, head)

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <future>
+#include <string>
 
 #include "rlock/client.hpp"
 #include "rlock/lock.hpp"
@@ -32,6 +33,20 @@ inline std::future<bool> try_lock_then_unlock_async(lock& l, std::chrono::millis
 /// Milliseconds elapsed since `t0`.
 inline long long ms_since(steady::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0).count();
+}
+
+/// EVALSHA calls the server has counted (INFO commandstats), rejected ones included (refused
+/// before they ran, as with MISCONF; a script refused inside counts as a call).
+inline long evalsha_calls(const redis_server& server) {
+  const auto info = server.cli({"INFO", "commandstats"});
+  const auto line = info.find("cmdstat_evalsha:");
+  if (line == std::string::npos) return 0;
+  const auto end = info.find('\n', line);
+  const auto field = [&](const std::string& name) {
+    const auto at = info.find(name, line);
+    return at == std::string::npos || at > end ? 0L : std::stol(info.substr(at + name.size()));
+  };
+  return field("calls=") + field("rejected_calls=");
 }
 
 /// Subscribers of a channel, as the server counts them (PUBSUB NUMSUB).

@@ -193,6 +193,33 @@ TEST(connection, a_server_that_refuses_client_setname_is_used_anyway) {
   l.unlock_or_throw();
 }
 
+// A blocking call from one of the client's own handlers would wait for a reply that thread has
+// to read: refused at once. Before, it hung (4 of 10 runs), and with it the client's renewals.
+TEST(connection, a_blocking_call_from_a_completion_handler_is_refused_at_once) {
+  redis_server server;
+  client c(config_for(server));
+  for (const bool eval : {false, true}) {
+    SCOPED_TRACE(eval ? "eval" : "execute");
+    std::promise<std::error_code> p;
+    c.async_execute({"PING"}, [&](std::error_code, reply) {
+      try {
+        if (eval) {
+          (void)c.eval(script("return 1"), {}, {});
+        } else {
+          (void)c.execute({"PING"});
+        }
+        p.set_value({});
+      } catch (const std::system_error& e) {
+        p.set_value(e.code());
+      }
+    });
+    auto f = p.get_future();
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready) << "hung";
+    EXPECT_EQ(f.get(), errc::invalid_argument);
+  }
+  EXPECT_EQ(c.execute({"PING"}).str(), "PONG") << "the client still works";
+}
+
 TEST(connection, shutdown_fails_pending_work_without_hanging) {
   redis_server server;
   auto c = std::make_unique<client>(config_for(server));
@@ -244,6 +271,31 @@ TEST(connection, calls_after_shutdown_fail_at_once) {
   auto f3 = p3.get_future();
   ASSERT_EQ(f3.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(f3.get(), errc::invalid_argument);
+  // So do handlers bound to another executor over the client's io_context: a strand of it, an
+  // any_io_executor holding it. Before, only the client's executor type itself was recognised,
+  // and these handlers never ran.
+  const asio::any_io_executor any(c.get_executor());
+  const auto strand = asio::make_strand(c.get_executor());
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "strand" : "any_io_executor");
+    std::promise<std::error_code> p4;
+    std::promise<std::error_code> p5;
+    auto on_lock = [&](std::error_code ec, bool) { p4.set_value(ec); };
+    auto on_execute = [&](std::error_code ec, reply) { p5.set_value(ec); };
+    if (round == 0) {
+      l.async_try_lock(1, asio::bind_executor(strand, on_lock));
+      c.async_execute({"PING"}, asio::bind_executor(strand, on_execute));
+    } else {
+      l.async_try_lock(1, asio::bind_executor(any, on_lock));
+      c.async_execute({"PING"}, asio::bind_executor(any, on_execute));
+    }
+    auto f4 = p4.get_future();
+    auto f5 = p5.get_future();
+    ASSERT_EQ(f4.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(f4.get(), errc::shutdown);
+    ASSERT_EQ(f5.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(f5.get(), errc::shutdown);
+  }
 }
 
 // An invalid call's rejection is posted to the client's io_context; a shutdown on another thread

@@ -212,19 +212,7 @@ TEST(lock_failure, refused_renewals_are_retried_with_back_off_until_the_loss_is_
   l.lock();
   std::promise<void> lost;
   std::stop_callback on_loss(l.loss_token(), [&] { lost.set_value(); });
-  auto renewals = [&] {
-    // A refused EVALSHA counts as a call (refused inside the script) or as a rejected call.
-    const auto info = server.cli({"INFO", "commandstats"});
-    const auto line = info.find("cmdstat_evalsha:");
-    if (line == std::string::npos) return 0L;
-    const auto field = [&](const std::string& name) {
-      const auto at = info.find(name, line);
-      return at == std::string::npos || at > info.find('\n', line)
-                 ? 0L
-                 : std::stol(info.substr(at + name.size()));
-    };
-    return field("calls=") + field("rejected_calls=");
-  };
+  auto renewals = [&] { return evalsha_calls(server); };
   const long before = renewals();
   ASSERT_TRUE(break_persistence(server, data.path()));
   ASSERT_EQ(lost.get_future().wait_for(10s), std::future_status::ready)
@@ -249,6 +237,13 @@ TEST(lock_failure, bad_names_and_durations) {
   auto huge = c.get_lock(std::string(1 << 20, 'x'));
   ASSERT_TRUE(huge.try_lock());
   huge.unlock_or_throw();
+  // Longer ones are refused: at 64 MiB a try_lock() took up to 7 s against its 3 s bound.
+  try {
+    (void)c.get_lock(std::string((1 << 20) + 1, 'x'));
+    FAIL() << "a name over 1 MiB must be refused";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
+  }
   auto l = c.get_lock("dur");
   EXPECT_TRUE(l.try_lock(-5s));  // negative wait == one attempt
   l.unlock_or_throw();
@@ -296,6 +291,58 @@ TEST(lock_failure, a_refused_partial_unlock_does_not_keep_the_lock_alive) {
   l.unlock(ec);  // the owner's last hold, as far as it knows
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_EQ(server.cli({"EXISTS", "refused_partial"}), "0");
+}
+
+// An acquire whose script is in flight when the client shuts down, and that is not in the
+// lock's wait queue (a try_lock; any acquire with the queue off), is undone before the client
+// closes. Before, it was only failed with errc::shutdown: the server ran it when it could, and
+// the lock stayed taken for the watchdog's 30 s.
+TEST(lock_failure, an_acquire_in_flight_at_shutdown_is_undone_not_left_held) {
+  for (const bool queue : {false, true}) {
+    SCOPED_TRACE(queue ? "try_lock, queue on" : "lock, queue off");
+    redis_server server;
+    config cfg = config_for(server);
+    cfg.lock_queue = queue;
+    cfg.timeout = 1000ms;
+    auto c = std::make_unique<client>(cfg);
+    (void)c->execute({"PING"});  // connected
+    auto l = c->get_lock("in-flight");
+    server.pause();  // the acquire is written, and waits in the socket
+    std::promise<std::error_code> done;
+    if (queue) {
+      l.async_try_lock(5, [&](std::error_code ec, bool) { done.set_value(ec); });
+    } else {
+      l.async_lock(5, [&](std::error_code ec) { done.set_value(ec); });
+    }
+    c.reset();  // waits up to `timeout` for the undo's answer: none while paused
+    EXPECT_EQ(done.get_future().get(), errc::shutdown);
+    server.resume();  // runs what the closed connection had sent: the acquire, then its undo
+    auto scripts = [&] { return evalsha_calls(server); };
+    EXPECT_TRUE(wait_until([&] { return scripts() >= 2; }, 5s))
+        << "no undo after the acquire (" << scripts() << " scripts)";
+    EXPECT_EQ(server.cli({"EXISTS", "in-flight"}), "0") << "left held for its lease";
+  }
+}
+
+// A peer wrote something that is no hold count into the owner's field: hold_count() says the
+// key is no lock. Before, std::stoll threw on an I/O thread and the program ended.
+TEST(lock_failure, a_hold_count_that_is_not_an_integer_is_wrong_type_not_an_abort) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("garbled");
+  const std::string field = c.id() + ":" + std::to_string(this_thread_owner_id());
+  for (const char* value : {"notanumber", "12x", "", "99999999999999999999999"}) {
+    SCOPED_TRACE(value);
+    server.cli({"HSET", "garbled", field, value});
+    try {
+      (void)l.hold_count();
+      FAIL() << "read a hold count";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::wrong_type) << e.what();
+    }
+  }
+  server.cli({"HSET", "garbled", field, "3"});
+  EXPECT_EQ(l.hold_count(), 3);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // rlock::lock behaviour against a real server: exclusion, reentrancy, leases, watchdog, loss.
 #include <gtest/gtest.h>
 
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/experimental/deferred.hpp>
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -191,9 +193,18 @@ TEST(lock, a_renewal_never_cuts_short_an_inner_hold_with_a_longer_lease) {
   l.lock();
   l.lock(20s);
   const auto activated = l.valid_until();
-  // A renewal's reply sets valid_until() to its send time plus the watchdog's lease.
-  ASSERT_TRUE(wait_until([&] { return l.valid_until() < activated; }, 3s)) << "not renewed";
+  auto renewals = [&] { return evalsha_calls(server); };
+  const long before = renewals();
+  // Renewed twice: the first renewal's reply has been handled (a hold is renewed again only
+  // after it).
+  ASSERT_TRUE(wait_until([&] { return renewals() >= before + 2; }, 3s)) << "not renewed";
   EXPECT_GT(server.cli_reply({"PTTL", "re-long"}).integer, 15000);
+  // And valid_until() keeps the inner lease (one connection: the renewal ran after it); it
+  // fell to the renewal's 600 ms before, although PTTL was still about 20 s.
+  EXPECT_GE(l.valid_until(), activated);
+  EXPECT_LE(l.valid_until(),
+            steady::now() +
+                std::chrono::milliseconds(server.cli_reply({"PTTL", "re-long"}).integer) + 50ms);
   l.unlock_or_throw();
   l.unlock_or_throw();
 }
@@ -246,11 +257,7 @@ TEST(lock, watchdog_keeps_the_lock_alive_then_stops_after_unlock) {
   EXPECT_GT(l.valid_until(), steady::now());
   l.unlock_or_throw();
   // After unlock no renewal is ever sent: the key does not come back and EVALSHA calls stop.
-  auto evals = [&] {
-    auto info = server.cli({"INFO", "commandstats"});
-    auto pos = info.find("cmdstat_evalsha:calls=");
-    return pos == std::string::npos ? 0L : std::stol(info.substr(pos + 22));
-  };
+  auto evals = [&] { return evalsha_calls(server); };
   const long before = evals();
   std::this_thread::sleep_for(1000ms);  // five renewal periods: observing an absence
   EXPECT_EQ(evals(), before);
@@ -406,11 +413,7 @@ TEST(lock, watchdog_renews_in_batches_of_at_most_one_hundred_keys) {
     held.push_back(c.get_lock("batch:" + std::to_string(i)));
     held.back().lock();
   }
-  auto evals = [&] {
-    auto info = server.cli({"INFO", "commandstats"});
-    auto pos = info.find("cmdstat_evalsha:calls=");
-    return pos == std::string::npos ? 0L : std::stol(info.substr(pos + 22));
-  };
+  auto evals = [&] { return evalsha_calls(server); };
   const long before = evals();
   std::this_thread::sleep_for(2000ms);  // four rounds: counting what the watchdog sends
   const long scripts = evals() - before;
@@ -485,6 +488,25 @@ TEST(lock, try_lock_for_the_longest_duration_waits) {
   ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
   EXPECT_TRUE(f.get());
   waiter.join();
+}
+
+// A deadline long past is one attempt, whatever the clock: tp - now overflowed for
+// time_point::min() before, into a wait of centuries, and the call waited for the lock.
+TEST(lock, try_lock_until_a_deadline_long_past_does_not_wait) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  auto held = a.get_lock("past");
+  held.lock();
+  auto l = b.get_lock("past");
+  auto t0 = steady::now();
+  EXPECT_FALSE(l.try_lock_until(std::chrono::steady_clock::time_point::min()));
+  EXPECT_FALSE(l.try_lock_until(std::chrono::system_clock::time_point::min()));
+  EXPECT_FALSE(l.try_lock_until(std::chrono::steady_clock::now() - 1s));
+  EXPECT_LT(ms_since(t0), 2000);
+  held.unlock_or_throw();
+  EXPECT_TRUE(l.try_lock_until(std::chrono::steady_clock::time_point::min())) << "a free lock";
+  l.unlock_or_throw();
 }
 
 TEST(lock, non_owner_unlock_leaves_the_key_and_force_unlock_wakes_waiters) {
@@ -596,6 +618,91 @@ TEST(lock, futures_and_coroutines_with_explicit_owner) {
   io.run();
   EXPECT_TRUE(done);
   EXPECT_FALSE(l.is_locked());
+}
+
+// Cancellation through the handler's slot (here the awaitable operator ||) ends a waiting
+// acquire with errc::stopped and leaves nothing held or queued. Before, it was ignored: the
+// acquire kept waiting (the || waits for both), and took the lock the caller had given up on.
+TEST(lock, a_cancelled_async_lock_ends_at_once_and_leaves_nothing_held) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  auto la = a.get_lock("cancel");
+  la.lock();
+  auto lb = b.get_lock("cancel");
+  for (const bool queue : {true, false}) {
+    SCOPED_TRACE(queue ? "queue on" : "queue off");
+    config cfg = config_for(server);
+    cfg.lock_queue = queue;
+    client w(cfg);
+    auto lw = w.get_lock("cancel");
+    asio::io_context io;
+    std::optional<std::size_t> winner;
+    long long took = -1;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          using namespace asio::experimental::awaitable_operators;
+          asio::steady_timer t(io, 300ms);
+          const auto t0 = steady::now();
+          const auto r =
+              co_await (lw.async_lock(5, asio::use_awaitable) || t.async_wait(asio::use_awaitable));
+          winner = r.index();
+          took = ms_since(t0);
+        },
+        asio::detached);
+    io.run_for(10s);
+    ASSERT_TRUE(winner.has_value()) << "the cancelled acquire kept waiting";
+    EXPECT_EQ(*winner, 1u) << "the timer won";
+    EXPECT_LT(took, 300 + 700);
+    EXPECT_EQ(server.cli({"HLEN", "cancel"}), "1") << "only a's hold";
+    EXPECT_EQ(server.cli({"EXISTS", "rlock_queue:{cancel}"}), "0") << "nothing queued";
+  }
+  la.unlock_or_throw();
+  EXPECT_EQ(server.cli({"EXISTS", "cancel"}), "0") << "handed to the waiter that gave up";
+}
+
+// One owner's re-entry and unlock at once (the async API allows it), over two connections: the
+// unlock goes after the re-entry, so the two end where they started. Before, the unlock's reply
+// could be handled first although the server ran it second: the re-entry was then counted on
+// an ended hold that nobody renewed (its loss never told), or the server kept a hold more than
+// the client knew of, left behind for its lease after the last unlock.
+TEST(lock, an_owners_concurrent_re_entry_and_unlock_leave_one_hold_over_a_pool) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.connection_pool_size = 2;
+  client c(cfg);
+  auto l = c.get_lock("pair");
+  constexpr std::uint64_t owner = 11;
+  int bad = 0;
+  for (int i = 0; i < 200 && bad == 0; ++i) {
+    l.async_lock(owner, asio::use_future).get();
+    auto relock = l.async_lock(owner, asio::use_future);
+    auto unlock = l.async_unlock(owner, asio::use_future);
+    relock.get();
+    unlock.get();
+    if (l.async_hold_count(owner, asio::use_future).get() != 1) ++bad;
+    if (l.valid_until(owner) <= steady::now()) ++bad;  // renewed, not forgotten
+    l.async_unlock(owner, asio::use_future).get();     // throws not_owner if forgotten
+    if (server.cli({"EXISTS", "pair"}) != "0") ++bad;  // nothing left behind
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// A deferred operation keeps what it needs: the lock handle it was made from, and the script,
+// may be gone when it starts (under ASan, before: stack-use-after-scope).
+TEST(lock, deferred_operations_outlive_the_handle_and_script_they_came_from) {
+  redis_server server;
+  client c(config_for(server));
+  auto lock_op = c.get_lock("deferred").async_lock(9, asio::experimental::deferred);
+  auto count_op = c.get_lock("deferred").async_hold_count(9, asio::experimental::deferred);
+  auto unlock_op = c.get_lock("deferred").async_unlock(9, asio::experimental::deferred);
+  auto eval_op = c.async_eval(script("return 7"), {}, {}, asio::experimental::deferred);
+  std::move(lock_op)(asio::use_future).get();  // throws on an error
+  EXPECT_EQ(std::move(count_op)(asio::use_future).get(), 1);
+  std::move(unlock_op)(asio::use_future).get();
+  EXPECT_EQ(std::move(eval_op)(asio::use_future).get().integer(), 7);
+  EXPECT_EQ(server.cli({"EXISTS", "deferred"}), "0");
 }
 
 TEST(lock, with_lock_releases_also_when_the_function_throws) {

@@ -54,20 +54,15 @@ TEST(queue, unlock_hands_over_without_an_acquire_script) {
     lb.unlock_or_throw();
     return fields;
   });
-  auto evalsha_calls = [&] {
-    auto info = server.cli({"INFO", "commandstats"});
-    auto pos = info.find("cmdstat_evalsha:calls=");
-    return pos == std::string::npos ? 0L : std::stol(info.substr(pos + 22));
-  };
   // a's acquire, then b's enqueue and its one re-check once subscribed: three scripts.
-  ASSERT_TRUE(wait_until([&] { return evalsha_calls() == 3; }, 5s)) << evalsha_calls();
+  ASSERT_TRUE(wait_until([&] { return evalsha_calls(server) == 3; }, 5s)) << evalsha_calls(server);
   ASSERT_EQ(zcard(server, "rlock_queue:{direct}"), 1);
   la.unlock_or_throw();
   const auto fields = waiter.get();
   EXPECT_EQ(fields.size(), 1u);
   EXPECT_TRUE(fields.begin()->first.starts_with(b.id())) << "handed to the queued waiter";
   // Two more scripts: a's unlock (which handed over) and b's unlock. b never re-tried.
-  EXPECT_EQ(evalsha_calls(), 5);
+  EXPECT_EQ(evalsha_calls(server), 5);
 }
 
 TEST(queue, a_waiter_killed_while_queued_is_skipped_after_its_deadline) {
@@ -122,6 +117,70 @@ TEST(queue, a_waiter_killed_after_being_handed_the_lock_loses_it_within_its_leas
   ASSERT_TRUE(l2.try_lock(5s));
   EXPECT_LT(ms_since(t0), 800 + 500) << "recovered within the handed lease";
   l2.unlock_or_throw();
+}
+
+// A waiter killed after its last refresh, while its entry is still live, is handed the lock
+// with its lease cut at its queue deadline: the lock is back within the liveness, not after
+// the dead waiter's whole lease (30 s here, as the watchdog's default).
+TEST(queue, a_waiter_killed_within_its_liveness_holds_a_handed_lock_only_until_its_deadline) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_queue_liveness = 1500ms;
+  client holder(cfg);
+  auto l = holder.get_lock("cut");
+  l.lock();
+  child_process doomed(RLOCK_LOCK_WORKER,
+                       std::vector<std::string>{"wait-hold", server.url(), "cut", "30000", "1500"});
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{cut}") == 1; }, 10s));
+  doomed.kill(SIGKILL);
+  const auto t0 = steady::now();
+  l.unlock_or_throw();  // handed to the dead waiter, unless its entry went stale already
+  const long long pttl = server.cli_reply({"PTTL", "cut"}).integer;
+  EXPECT_LE(pttl, 1500) << "handed with the dead waiter's whole lease";
+  client second(cfg);
+  auto l2 = second.get_lock("cut");
+  ASSERT_TRUE(l2.try_lock(10s));
+  EXPECT_LT(ms_since(t0), 1500 + 1000) << "recovered at the dead waiter's queue deadline";
+  l2.unlock_or_throw();
+}
+
+// A live waiter handed the lock that way gets its whole lease all the same: an explicit lease
+// is set at once, and a watchdog hold's first renewal comes within a third of the cut TTL.
+TEST(queue, a_live_waiter_handed_a_cut_lease_extends_it_to_its_own) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_queue_liveness = 900ms;
+  client holder(cfg);
+  client waiter(cfg);
+  for (const bool watchdog : {false, true}) {
+    SCOPED_TRACE(watchdog ? "watchdog" : "explicit lease");
+    const std::string name = watchdog ? "cut-watchdog" : "cut-lease";
+    auto l = holder.get_lock(name);
+    l.lock();
+    auto l2 = waiter.get_lock(name);
+    std::promise<void> release;
+    auto got = std::async(std::launch::async, [&] {
+      if (!(watchdog ? l2.try_lock(10s) : l2.try_lock(10s, 20s))) return false;
+      // The hold's local deadline moves past the cut TTL (900 ms): it is not lost then.
+      const bool extended = wait_until([&] { return l2.valid_until() > steady::now() + 10s; }, 5s);
+      release.get_future().wait();
+      const bool lost = l2.loss_token().stop_requested();
+      l2.unlock_or_throw();
+      return extended && !lost;
+    });
+    ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{" + name + "}") == 1; }, 10s));
+    l.unlock_or_throw();
+    // The server's TTL grows past the cut one: at once for the explicit lease, by the first
+    // renewal (within 300 ms) under the watchdog.
+    EXPECT_TRUE(wait_until(
+        [&] {
+          return server.cli_reply({"PTTL", name}).integer > 10000;
+        },
+        5s))
+        << "PTTL " << server.cli_reply({"PTTL", name}).integer;
+    release.set_value();
+    EXPECT_TRUE(got.get()) << "not acquired, not extended, or lost";
+  }
 }
 
 TEST(queue, mutual_exclusion_with_queued_and_java_style_barging_clients) {
