@@ -51,6 +51,10 @@ class client {
   /// network: a server that is down surfaces as errors of the first operations.
   explicit client(config cfg = {});
   /// Fails pending operations with errc::shutdown, closes connections, joins the I/O threads.
+  /// Acquires still waiting or in flight are undone first (they leave the wait queue, and an
+  /// attempt that may have been applied is released): that waits for the server's answers, up
+  /// to config::timeout when it does not answer (paused, cut off). Requests already written
+  /// meanwhile may end with their own timeout or errc::connection_lost rather than shutdown.
   ~client();
   client(client&&) noexcept;
   client& operator=(client&&) noexcept;
