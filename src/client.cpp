@@ -99,23 +99,9 @@ void client::start_eval(const script& s, const std::vector<std::string>& keys,
   core_->eval(s, k, a, {}, [cb = std::move(cb)](detail::exec_result r) { cb(r.ec, reply_for(r)); });
 }
 
-namespace {
-
-// A blocking call on an I/O thread waits for a reply that thread would have to read: it could
-// wait for ever, and every timer of the client (renewals, loss signals) with it.
-void check_not_on_io_thread(const detail::core& c) {
-  if (c.on_io_thread()) {
-    throw error(make_error_code(errc::invalid_argument),
-                "blocking call from one of the client's I/O threads would deadlock; use the "
-                "async_ form");
-  }
-}
-
-}  // namespace
-
 reply client::execute(const std::vector<std::string>& args) {
   if (args.empty()) throw error(make_error_code(errc::invalid_argument), "empty command");
-  check_not_on_io_thread(*core_);
+  core_->check_blocking_allowed();
   detail::blocking_result<detail::exec_result> w;
   auto v = views(args);
   core_->exec(v, blocking_options(), [&w](detail::exec_result r) { w.set(std::move(r)); });
@@ -124,7 +110,7 @@ reply client::execute(const std::vector<std::string>& args) {
 
 reply client::eval(const script& s, const std::vector<std::string>& keys,
                    const std::vector<std::string>& args) {
-  check_not_on_io_thread(*core_);
+  core_->check_blocking_allowed();
   detail::blocking_result<detail::exec_result> w;
   auto k = views(keys);
   auto a = views(args);

@@ -85,11 +85,7 @@ std::chrono::microseconds reentrant_lock::spin() const {
 }
 
 void reentrant_lock::check_blocking_allowed() const {
-  if (svc_->engine()->on_io_thread()) {
-    throw error(make_error_code(errc::invalid_argument),
-                "blocking lock call from one of the client's I/O threads would deadlock; use the "
-                "async_ form");
-  }
+  svc_->engine()->check_blocking_allowed();
 }
 
 // ---- async starts ----

@@ -178,6 +178,14 @@ bool core::on_io_thread() const {
   return false;
 }
 
+void core::check_blocking_allowed() const {
+  if (on_io_thread()) {
+    throw error(make_error_code(errc::invalid_argument),
+                "blocking call from one of the client's I/O threads would deadlock; use the "
+                "async_ form");
+  }
+}
+
 node& core::node_for(std::string_view /*key*/) {
   return *node_;
 }

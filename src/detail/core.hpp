@@ -91,6 +91,10 @@ class core : public std::enable_shared_from_this<core> {
   std::string map_name(std::string_view name) const;
   /// True when called from one of this client's I/O threads.
   bool on_io_thread() const;
+  /// Throws errc::invalid_argument on one of this client's I/O threads: a blocking call there
+  /// waits for a reply that thread would have to read, for ever, and every timer of the client
+  /// (renewals, loss signals) with it.
+  void check_blocking_allowed() const;
 
   /// The node that owns `key`.
   node& node_for(std::string_view key);
