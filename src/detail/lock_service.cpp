@@ -123,7 +123,7 @@ void lock_service::shutdown() {
     closed_ = true;
     // Every started acquire: queued or not (a try_lock, a re-entry, any acquire with the
     // queue off), its script may be in flight.
-    waiting.assign(running_.begin(), running_.end());
+    for (auto& [key, o] : acquiring_) waiting.push_back(o);
     for (auto& [name, e] : entries_) {
       for (auto& [owner, h] : e.holds) held.push_back(h.lost);
       e.sub_handle.reset();
@@ -229,14 +229,15 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
   {
     std::lock_guard lk(mu_);
     const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
-    if (!closed_ && (undo_in_flight_.count(key) != 0 || acquiring_.count(key) != 0)) {
-      // Started when this owner's clean-up has landed and its acquire in flight has ended.
-      after_undo_[key].push_back(o);
-      park_locked(o);
-      return;
+    if (!closed_) {  // else start() ends it at once
+      if (undo_in_flight_.count(key) != 0 || acquiring_.count(key) != 0) {
+        // Started when this owner's clean-up has landed and its acquire in flight has ended.
+        after_undo_[key].push_back(o);
+        park_locked(o);
+        return;
+      }
+      acquiring_.emplace(key, o);
     }
-    acquiring_.insert(key);
-    running_.insert(o);
   }
   start(o);
 }
@@ -249,8 +250,7 @@ std::shared_ptr<lock_service::op> lock_service::next_parked_locked(
   std::shared_ptr<op> next = w->second.front();
   w->second.erase(w->second.begin());
   if (w->second.empty()) after_undo_.erase(w);
-  acquiring_.insert(key);
-  running_.insert(next);
+  acquiring_.emplace(key, next);
   return next;
 }
 
@@ -292,13 +292,29 @@ void lock_service::unpark(const std::shared_ptr<op>& o, errc why) {
   if (done) done(make_error_code(why), false);
 }
 
+void lock_service::end_unstarted(const std::shared_ptr<op>& o) {
+  std::unique_lock lk(o->mu);
+  // shutdown() may have ended it already: it ends every acquire registered in acquiring_,
+  // which this one joined before start() ran.
+  if (o->finished) return;
+  o->finished = true;
+  auto done = std::move(o->done);
+  lk.unlock();
+  complete_closed([d = std::move(done)] {
+    if (d) d(make_error_code(errc::shutdown), false);
+  });
+}
+
 void lock_service::start(const std::shared_ptr<op>& o) {
   bool head = true;
   channels subscribed = channels::none;
   {
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     if (closed_) {
-      complete_closed([d = std::move(o->done)] { d(make_error_code(errc::shutdown), false); });
+      auto it = acquiring_.find(std::make_pair(o->req.raw_name, o->req.owner_id));
+      if (it != acquiring_.end() && it->second == o) acquiring_.erase(it);
+      lk.unlock();
+      end_unstarted(o);
       return;
     }
     entry& e = entries_[o->req.raw_name];
@@ -848,7 +864,6 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     std::lock_guard svc_lk(mu_);
     const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
     acquiring_.erase(key);
-    running_.erase(o);
     same_owner_next = next_parked_locked(key);  // after this op's count is in `holds`, below
     if (undo_in_flight_.count(key) == 0) unlocks = take_parked_unlocks_locked(key);
     entry& e = entries_[o->req.raw_name];

@@ -15,7 +15,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -141,6 +140,9 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,
                               const std::string& owner);
   void start(const std::shared_ptr<op>& o);
+  /// Ends an acquire that start() found after shutdown() with errc::shutdown, unless
+  /// shutdown() ended it first.
+  void end_unstarted(const std::shared_ptr<op>& o);
   /// An acquire waiting for its owner's undo to land (in after_undo_) ends at its deadline
   /// (errc::timeout) or on a stop request (errc::stopped) without being started.
   void park_locked(const std::shared_ptr<op>& o);
@@ -176,13 +178,12 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   // Each is called with true to send it, or false to refuse it (errc::shutdown).
   std::map<std::pair<std::string, std::uint64_t>, std::vector<std::function<void(bool)>>>
       unlocks_after_undo_;
-  // (name, owner) pairs with an acquire in flight. One at a time per owner: the scripts' count
-  // check (ARGV[3]: the owner's count before this acquire) takes a second concurrent acquire
-  // of the same owner for a resend of the first, so both would be granted one server hold.
-  // A later one waits in after_undo_ like behind an undo.
-  std::set<std::pair<std::string, std::uint64_t>> acquiring_;
-  // Started acquires not finished yet (queued or not): shutdown() ends and undoes them.
-  std::set<std::shared_ptr<op>> running_;
+  // The started acquire of each (name, owner), until it finishes (queued or not): shutdown()
+  // ends and undoes them. One at a time per owner: the scripts' count check (ARGV[3]: the
+  // owner's count before this acquire) takes a second concurrent acquire of the same owner for
+  // a resend of the first, so both would be granted one server hold. A later one waits in
+  // after_undo_ like behind an undo.
+  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<op>> acquiring_;
   std::condition_variable cleanup_done_;  // undo_in_flight_ and latch_dels_ reached 0
   int latch_dels_ = 0;                    // DELs of spent latches sent at shutdown, in flight
   bool closed_ = false;

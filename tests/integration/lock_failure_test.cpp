@@ -2,8 +2,10 @@
 // requests, and bad input.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "common.hpp"
 #include "support/lock_listeners.hpp"
@@ -321,6 +323,40 @@ TEST(lock_failure, an_acquire_in_flight_at_shutdown_is_undone_not_left_held) {
     EXPECT_TRUE(wait_until([&] { return scripts() >= 2; }, 5s))
         << "no undo after the acquire (" << scripts() << " scripts)";
     EXPECT_EQ(server.cli({"EXISTS", "in-flight"}), "0") << "left held for its lease";
+  }
+}
+
+// Acquires started from other threads while the client shuts down: each ends exactly once.
+// An acquire registered just before shutdown() ran, but not yet started, was ended by both
+// shutdown() and start(); the second completion called an empty handler on Asio's system
+// thread pool, and the program ended (std::bad_function_call).
+TEST(lock_failure, acquires_racing_shutdown_each_complete_exactly_once) {
+  redis_server server;
+  for (int round = 0; round < 40; ++round) {
+    SCOPED_TRACE(round);
+    client c(config_for(server));
+    (void)c.execute({"PING"});
+    std::atomic<int> started{0};
+    std::atomic<int> completed{0};
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> callers;
+    for (std::uint64_t t = 0; t < 4; ++t) {
+      callers.emplace_back([&, t] {
+        auto l = c.get_lock("racing-shutdown-" + std::to_string(t));
+        for (std::uint64_t i = 1; !stop.load() && i < 100000; ++i) {
+          started.fetch_add(1);
+          l.async_try_lock(t * 1000000 + i, 0ms, 2000ms,
+                           [&](std::error_code, bool) { completed.fetch_add(1); });
+        }
+      });
+    }
+    ASSERT_TRUE(wait_until([&] { return started.load() >= 50 * (round % 4 + 1); }, 10s));
+    c.shutdown();
+    stop = true;
+    for (auto& t : callers) t.join();
+    EXPECT_TRUE(wait_until([&] { return completed.load() >= started.load(); }, 10s))
+        << completed.load() << " of " << started.load() << " completed";
+    EXPECT_EQ(completed.load(), started.load());
   }
 }
 
