@@ -1,16 +1,22 @@
 """compare_stats.py: the figures of every peer's scenarios, with `rlock bench`'s definitions.
 
-Written once and used for every peer, so that their rows mean the same as rlock's:
-- percentile(q) of sorted samples is the sample at index floor(q * (n - 1));
+Written once and used for every peer, so that their rows mean the same as rlock's
+(tools/cli/demo_stats.cpp and bench_contended.cpp compute rlock's own):
+- percentile(q) of sorted samples is the nearest-rank sample: index ceil(q * n) - 1 (at least 0);
 - contended: intervals (acquired_ns, released_ns) on CLOCK_MONOTONIC from every worker, sorted
-  by acquire; utilisation = sum of holds / (last release - first acquire); hand-off = next
-  acquire - previous release (a negative one is an overlap, not a hand-off sample); fairness =
-  min/max acquisitions per worker; lost updates = acquisitions - final counter.
+  by acquire; utilisation = sum of holds / (last release - first acquire); a hold acquired before
+  the latest release so far is an overlap; a gap (acquire - previous release) of at least 0 is a
+  hand-off when the previous holder was another worker, and a re-acquisition when it was the
+  same worker (not a hand-off: counted apart, like `rlock bench contended`); fairness = min/max
+  acquisitions per worker; lost updates = acquisitions - final counter.
 Results have the JSON shapes of `rlock bench` (samples thinned to at most SAMPLES_MAX).
 - utilisation_bound: with a mean hold H and the machine's hand-off floor F (bench/handoff_floor.cpp,
-  same run), utilisation cannot exceed H / (H + F); H is derived from a row's utilisation U and
-  mean hand-off G (U = H / (H + G), exact but for the one hand-off fewer than holds).
+  same run), an estimate of the utilisation a hand-off at F would give: H / (H + F); H is derived
+  from a row's utilisation U and mean gap G over every gap, re-acquisitions included
+  (U = H / (H + G), exact but for the one gap fewer than holds).
 """
+
+import math
 
 SAMPLES_MAX = 20000
 
@@ -18,7 +24,8 @@ SAMPLES_MAX = 20000
 def percentile(sorted_values, q):
     if not sorted_values:
         return 0.0
-    return sorted_values[int(q * (len(sorted_values) - 1))]
+    n = len(sorted_values)
+    return sorted_values[min(max(math.ceil(q * n), 1), n) - 1]
 
 
 def thin(sorted_values, limit=SAMPLES_MAX):
@@ -42,19 +49,25 @@ def uncontended_figures(latencies_ns, duration_s):
 
 def contended_figures(per_worker_intervals, counter, duration_s):
     """per_worker_intervals: one list of (acquired_ns, released_ns) per worker."""
-    holds = sorted((int(a), int(r)) for w in per_worker_intervals for a, r in w)
+    holds = sorted((int(a), int(r), w) for w, ws in enumerate(per_worker_intervals) for a, r in ws)
     per_worker = [len(w) for w in per_worker_intervals]
     overlaps = 0
     handoff = []
-    for prev, cur in zip(holds, holds[1:]):
-        gap = cur[0] - prev[1]
-        if gap < 0:
+    reacquire = []
+    latest_release = None
+    for i, (acquired, released, worker) in enumerate(holds):
+        if latest_release is not None and acquired < latest_release:
             overlaps += 1
-        else:
-            handoff.append(gap / 1000.0)
+        if i > 0:
+            prev = holds[i - 1]
+            gap = (acquired - prev[1]) / 1000.0
+            if gap >= 0:
+                (reacquire if prev[2] == worker else handoff).append(gap)
+        latest_release = released if latest_release is None else max(latest_release, released)
     handoff.sort()
-    held = sum(r - a for a, r in holds)
-    span = holds[-1][1] - holds[0][0] if holds else 0
+    reacquire.sort()
+    held = sum(r - a for a, r, _ in holds)
+    span = max(r for _, r, _ in holds) - holds[0][0] if holds else 0
     acquisitions = len(holds)
     return {
         "duration_s": duration_s,
@@ -64,6 +77,9 @@ def contended_figures(per_worker_intervals, counter, duration_s):
         "handoff_us": {"p50": percentile(handoff, 0.5), "p99": percentile(handoff, 0.99),
                        "max": handoff[-1] if handoff else 0.0},
         "handoff_samples_us": thin(handoff),
+        "gap_mean_us": mean(handoff + reacquire),
+        "reacquisitions": len(reacquire),
+        "reacquire_p50_us": percentile(reacquire, 0.5),
         "fairness": min(per_worker) / max(per_worker) if per_worker and max(per_worker) else 0.0,
         "per_worker": per_worker,
         "lost_updates": acquisitions - counter,

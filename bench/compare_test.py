@@ -12,11 +12,14 @@ import compare_stats
 
 
 class percentile_and_thin(unittest.TestCase):
-    def test_percentile_is_the_sample_at_floor_of_q_times_n_minus_1(self):
-        values = list(range(101))
+    def test_percentile_is_the_nearest_rank_sample_as_in_rlock_bench(self):
+        values = list(range(1, 101))
         self.assertEqual(compare_stats.percentile(values, 0.5), 50)
         self.assertEqual(compare_stats.percentile(values, 0.99), 99)
+        self.assertEqual(compare_stats.percentile(values, 1.0), 100)
         self.assertEqual(compare_stats.percentile([7, 8, 9, 10], 0.5), 8)
+        self.assertEqual(compare_stats.percentile([7, 8, 9, 10], 0.51), 9)
+        self.assertEqual(compare_stats.percentile([7], 0.0), 7)
         self.assertEqual(compare_stats.percentile([], 0.5), 0.0)
 
     def test_thin_keeps_the_ends_and_at_most_the_limit(self):
@@ -58,6 +61,21 @@ class contended(unittest.TestCase):
         self.assertEqual(f["overlaps"], 1)
         self.assertEqual(f["handoff_samples_us"], [0.05])
 
+    def test_a_worker_taking_the_lock_straight_back_is_no_hand_off(self):
+        # Worker 0 holds [0, 100) and [110, 200); worker 1 holds [500, 600).
+        f = compare_stats.contended_figures([[(0, 100), (110, 200)], [(500, 600)]], 3, 1.0)
+        self.assertEqual(f["handoff_samples_us"], [0.3])
+        self.assertEqual(f["handoff_us"]["max"], 0.3)
+        self.assertEqual(f["reacquisitions"], 1)
+        self.assertEqual(f["reacquire_p50_us"], 0.01)
+        # The mean gap (for the utilisation bound) counts both.
+        self.assertAlmostEqual(f["gap_mean_us"], 0.155)
+
+    def test_an_overlap_with_an_earlier_hold_than_the_previous_is_counted(self):
+        # [0, 300) is still held when [150, 160) and then [200, 210) are acquired.
+        f = compare_stats.contended_figures([[(0, 300)], [(150, 160)], [(200, 210)]], 3, 1.0)
+        self.assertEqual(f["overlaps"], 2)
+
     def test_a_hand_off_in_the_same_nanosecond_is_not_an_overlap(self):
         f = compare_stats.contended_figures([[(0, 100)], [(100, 200)]], 2, 1.0)
         self.assertEqual(f["overlaps"], 0)
@@ -84,8 +102,7 @@ class utilisation_bound(unittest.TestCase):
         holds = [(i * 1_000_000, i * 1_000_000 + 900_000) for i in range(2000)]
         f = compare_stats.contended_figures([holds[0::2], holds[1::2]], 0, 2.0)
         self.assertAlmostEqual(f["utilisation"], 0.9, places=4)
-        hold, bound = compare_stats.utilisation_bound(
-            f["utilisation"], compare_stats.mean(f["handoff_samples_us"]), 50.0)
+        hold, bound = compare_stats.utilisation_bound(f["utilisation"], f["gap_mean_us"], 50.0)
         self.assertAlmostEqual(hold, 900.0, delta=0.5)
         self.assertAlmostEqual(bound, 900.0 / 950.0, places=4)
 

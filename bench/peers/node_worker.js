@@ -104,12 +104,19 @@ async function contended(client, end) {
   while (now() < end) {
     let h;
     try {
-      h = await locker.acquire(end + 10_000_000_000n);
+      h = await locker.acquire(end);
     } catch (e) {
+      if (now() >= end) break;  // the run ended while waiting, as rlock's workers stop
       ++errors;
       continue;
     }
     const acquired = now();
+    if (acquired >= end) {
+      // Granted after the end instant (an attempt in flight then): not counted, like rlock's
+      // workers, which give up waiting at the end.
+      try { await locker.release(h); } catch (e) { ++errors; }
+      break;
+    }
     const v = await client.get(cfg.counter_key);
     await client.set(cfg.counter_key, String((v === null ? 0 : Number(v)) + 1));
     sleep_until(now() + hold);

@@ -30,9 +30,9 @@ def make_lock(client, name):
     return client.lock(name, sleep=SLEEP)
 
 
-def acquire(lock, end_ns):
-    """Blocks until acquired; False only if still not acquired GRACE_S past the end instant."""
-    left = (end_ns - time.monotonic_ns()) / 1e9 + GRACE_S
+def acquire(lock, end_ns, grace_s=GRACE_S):
+    """Blocks until acquired; False only if still not acquired grace_s past the end instant."""
+    left = (end_ns - time.monotonic_ns()) / 1e9 + grace_s
     return lock.acquire(blocking=True, blocking_timeout=max(left, 0.001))
 
 
@@ -72,10 +72,21 @@ def contended(client, end_ns):
     intervals = []
     errors = 0
     while time.monotonic_ns() < end_ns:
-        if not acquire(lock, end_ns):
+        # Waits until the end instant at most, as rlock's workers do.
+        if not acquire(lock, end_ns, grace_s=0.0):
+            if time.monotonic_ns() >= end_ns:
+                break
             errors += 1
             continue
         acquired = time.monotonic_ns()
+        if acquired >= end_ns:
+            # Granted after the end instant (its last poll then): not counted, like rlock's
+            # workers, which give up waiting at the end.
+            try:
+                lock.release()
+            except redis.exceptions.LockError:
+                errors += 1
+            break
         v = client.get(CFG["counter_key"])
         client.set(CFG["counter_key"], str((0 if v is None else int(v)) + 1))
         hold_end = time.monotonic_ns() + hold_ns

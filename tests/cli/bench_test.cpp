@@ -94,6 +94,9 @@ class cli_bench : public ::testing::Test {
     EXPECT_EQ(number(f, "per_worker.len"), 6);
     EXPECT_EQ(number(f, "per_worker.sum"), acquisitions);
     EXPECT_LE(number(f, "handoff_samples_us.len"), acquisitions - 1);
+    // Every gap is either a hand-off to another worker or a re-acquisition.
+    EXPECT_LE(number(f, "handoff_samples_us.len") + number(f, "reacquisitions"), acquisitions - 1);
+    EXPECT_GE(number(f, "gap_mean_us"), 0);
     EXPECT_GE(number(f, "handoff_samples_us.min"), 0);
     EXPECT_LE(number(f, "handoff_us.p50"), number(f, "handoff_us.p99"));
     EXPECT_LE(number(f, "handoff_us.p99"), number(f, "handoff_us.max"));
@@ -186,6 +189,12 @@ TEST_F(cli_bench, watchdog_renews_in_batches_of_100_and_leaves_no_key) {
   EXPECT_GT(number(f, "lock_latency_p99_us.idle"), 0);
   EXPECT_GT(number(f, "lock_latency_p99_us.renewing"), 0);
   EXPECT_GT(number(f, "lock_latency_p99_us.ratio"), 0);
+  // The renewing figure comes from the cycles that overlap one whole round of 3 scripts.
+  EXPECT_EQ(number(f, "round_scripts"), 3);
+  EXPECT_GT(number(f, "latency_cycles.renewing"), 0);
+  EXPECT_GT(number(f, "latency_cycles.idle"), number(f, "latency_cycles.renewing"));
+  EXPECT_GT(number(f, "round_us_observed"), 0);
+  EXPECT_LE(number(f, "lock_latency_p99_us.renewing"), number(f, "lock_latency_max_us.renewing"));
   EXPECT_GE(number(f, "cpu_ms_per_period"), 0);
   EXPECT_EQ(number(f, "keys_left"), 0);
   expect_no_keys_left();

@@ -61,7 +61,10 @@ void pump_until(event_reader& reader, demo_workers& workers, demo_record& record
 
 struct contended_figures {
   demo_stats stats{};
-  std::vector<long long> handoff_ns{};  ///< all gaps, sorted
+  /// Gaps to a holder in another worker, sorted: the hand-off figures. A worker taking the lock
+  /// straight back (stats.reacquire_ns) is no hand-off: counted apart, and only in the mean gap.
+  std::vector<long long> handoff_ns{};
+  double gap_mean_ns = 0;  ///< every gap, re-acquisitions included (utilisation = H / (H + gap))
   double utilisation = 0;
   double fairness = 0;
 };
@@ -79,9 +82,14 @@ contended_figures figures_of(std::vector<critical_section> sections, int workers
   }
   f.utilisation = last > first ? static_cast<double>(held) / static_cast<double>(last - first) : 0;
   f.stats = compute_demo_stats(std::move(sections), workers);
-  f.handoff_ns = f.stats.handoff_ns;
-  f.handoff_ns.insert(f.handoff_ns.end(), f.stats.reacquire_ns.begin(), f.stats.reacquire_ns.end());
-  std::sort(f.handoff_ns.begin(), f.handoff_ns.end());
+  f.handoff_ns = f.stats.handoff_ns;  // sorted
+  const std::size_t gaps = f.stats.handoff_ns.size() + f.stats.reacquire_ns.size();
+  if (gaps > 0) {
+    double sum = 0;
+    for (const long long g : f.stats.handoff_ns) sum += static_cast<double>(g);
+    for (const long long g : f.stats.reacquire_ns) sum += static_cast<double>(g);
+    f.gap_mean_ns = sum / static_cast<double>(gaps);
+  }
   const auto [lo, hi] = std::minmax_element(f.stats.per_worker.begin(), f.stats.per_worker.end());
   if (lo != f.stats.per_worker.end() && *hi > 0) {
     f.fairness = static_cast<double>(*lo) / static_cast<double>(*hi);
@@ -101,8 +109,10 @@ void add_contended_options(CLI::App& sub, contended_options& opts) {
   sub.footer(
       "Each worker (process x thread) loops: lock, GET a counter, SET counter+1, hold, unlock,\n"
       "from one common start to one common end instant. Utilisation: sum of holds / span from\n"
-      "first acquire to last release. Hand-off: next acquire - previous release, across all\n"
-      "workers. Fairness: min/max acquisitions per worker. Client requests per acquisition:\n"
+      "first acquire to last release. Hand-off: next acquire - previous release, when the next\n"
+      "holder is another worker (a worker taking the lock straight back is a re-acquisition,\n"
+      "counted apart). Fairness: min/max acquisitions per worker. Client requests per "
+      "acquisition:\n"
       "INFO commandstats deltas of the commands rlock clients send themselves (scripts,\n"
       "pub/sub, connection upkeep), not those run inside scripts nor the GET/SET. Lost updates\n"
       "(acquisitions - counter) and overlapping critical sections must be 0.\n");
@@ -180,6 +190,7 @@ bench_report run_contended(const contended_options& o, const connection_options&
   const double per_acquisition =
       acquisitions > 0 ? static_cast<double>(requests) / static_cast<double>(acquisitions) : 0.0;
   const long long max_handoff = f.handoff_ns.empty() ? 0 : f.handoff_ns.back();
+  const std::vector<long long>& reacquire_ns = f.stats.reacquire_ns;  // sorted
 
   bench_report report;
   report.check(lost == 0, std::to_string(lost) + " lost update(s)");
@@ -217,7 +228,9 @@ bench_report run_contended(const contended_options& o, const connection_options&
       .add("lost_updates", lost)
       .add("overlaps", static_cast<long long>(f.stats.overlaps))
       .add("failed_workers", static_cast<long long>(failed_workers))
-      .add("reacquisitions", static_cast<long long>(f.stats.reacquire_ns.size()))
+      .add("gap_mean_us", f.gap_mean_ns / 1e3, 1)
+      .add("reacquisitions", static_cast<long long>(reacquire_ns.size()))
+      .add_us("reacquire_p50_us", percentile(reacquire_ns, 50))
       .add("incomplete", static_cast<long long>(record.open.size()));
 
   std::ostringstream text;
@@ -229,7 +242,11 @@ bench_report run_contended(const contended_options& o, const connection_options&
        << "  utilisation   " << json_number(f.utilisation, 3) << "\n"
        << "  hand-off      p50 " << format_latency_ns(percentile(f.handoff_ns, 50)) << "  p99 "
        << format_latency_ns(percentile(f.handoff_ns, 99)) << "  max "
-       << format_latency_ns(max_handoff) << "\n"
+       << format_latency_ns(max_handoff) << " (" << f.handoff_ns.size() << " between workers)\n"
+       << "  re-acquired   " << reacquire_ns.size() << " time(s) by the worker that released"
+       << (reacquire_ns.empty() ? std::string()
+                                : ", p50 " + format_latency_ns(percentile(reacquire_ns, 50)))
+       << "\n"
        << "  fairness      " << json_number(f.fairness, 3) << " (min/max per worker:";
   for (const long long n : per_worker) text << " " << n;
   text << ")\n"

@@ -10,6 +10,7 @@
 #include "bench_keys.hpp"
 #include "bench_latency.hpp"
 #include "bench_options.hpp"
+#include "bench_process_stats.hpp"
 #include "bench_server_cpu.hpp"
 #include "connect.hpp"
 #include "demo_events.hpp"
@@ -200,8 +201,10 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
   };
   std::this_thread::sleep_until(warm_end);
   const double cpu_before = server_cpu_now();
+  const long long client_cpu0 = process_cpu_ns();
   if (chains.valid()) chains.wait();
   for (auto& t : threads) t.join();
+  const long long client_cpu_ns = client_cpu0 >= 0 ? process_cpu_ns() - client_cpu0 : -1;
   const double cpu_after = cpu_before >= 0 ? server_cpu_now() : -1.0;
   const double server_cpu_s = cpu_after >= 0 ? cpu_after - cpu_before : -1.0;
 
@@ -229,6 +232,11 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
   if (server_measured) {
     server.add("main_thread_busy", server_busy, 3).add("cpu_us_per_cycle", server_us_per_cycle, 2);
   }
+  // This process's CPU (user + sys, every thread) per measured cycle: what the latency costs
+  // the client (its blocking calls spin briefly for their reply, config::blocking_spin).
+  const double client_us_per_cycle = client_cpu_ns >= 0 && cycles_n > 0
+                                         ? static_cast<double>(client_cpu_ns) / 1e3 / cycles_n
+                                         : -1.0;
   json_object latency;
   latency.add_us("p50", all.percentile(50))
       .add_us("p99", all.percentile(99))
@@ -248,6 +256,7 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
       .add("keys_left", left.keys)
       .add("unlock_latches_left", left.unlock_latches)
       .add("server", server)
+      .add("client_cpu_us_per_cycle", client_us_per_cycle, 2)
       .add_us("samples_us", merge_reservoirs(reservoirs, max_samples, 0x5a3b1e));
 
   std::ostringstream text;
@@ -260,6 +269,10 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
        << format_latency_ns(all.percentile(99.9)) << "  max " << format_latency_ns(all.max())
        << "\n"
        << "  keys left     " << left.keys << "\n";
+  if (client_us_per_cycle >= 0) {
+    text << "  client        " << std::fixed << std::setprecision(1) << client_us_per_cycle
+         << " us CPU per cycle\n";
+  }
   if (server_measured) {
     text << "  server        main thread busy " << std::fixed << std::setprecision(0)
          << 100 * server_busy << "%, " << std::setprecision(1) << server_us_per_cycle

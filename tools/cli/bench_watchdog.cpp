@@ -1,7 +1,11 @@
 #include "bench_watchdog.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "bench_commandstats.hpp"
 #include "bench_keys.hpp"
@@ -21,30 +25,61 @@ using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 struct probe_result {
-  latency_histogram histogram{};
-  long long cycles = 0;
-  long long scripts = 0;  ///< EVALSHA + EVAL on the server meanwhile
-  long long cpu_ns = 0;   ///< process CPU time meanwhile
+  latency_histogram histogram{};  ///< the cycles that count: all when idle, the round's else
+  long long cycles = 0;           ///< every cycle run
+  long long scripts = 0;          ///< EVALSHA + EVAL on the server meanwhile
+  long long cpu_ns = 0;           ///< process CPU time meanwhile
+  bool round_seen = false;        ///< every script of the renewal round was seen
+  clock::duration round_span{};   ///< from the poll before its first script to the poll after
+                                  ///< its last
 };
 
-/// Lock (fixed lease) + unlock cycles, at most one per millisecond, until `end`.
+/// Lock (fixed lease) + unlock cycles back to back until `end`, reading INFO commandstats
+/// between cycles (untimed) every `poll` to follow the server's script count.
+/// Idle (round_scripts == 0): every cycle counts. Renewing: the probe runs until the server has
+/// run `round_scripts` scripts beyond the probe's own (`probe_scripts_per_cycle` each), one
+/// renewal round; only the cycles that overlap that round count (from the last poll that saw
+/// none of its scripts to the first that saw all), so that the figure is the latency while
+/// renewals run, not diluted by the idle rest of a period.
 probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds lease,
-                       clock::time_point end) {
+                       clock::time_point end, long long round_scripts,
+                       double probe_scripts_per_cycle) {
+  constexpr auto poll = milliseconds(2);
   probe_result r;
   const command_counts before = read_commandstats(client);
   const long long cpu0 = process_cpu_ns();
-  for (auto next = clock::now(); next < end;) {
-    std::this_thread::sleep_until(next);
+  std::vector<std::pair<clock::time_point, clock::time_point>> cycles;
+  auto last_poll = clock::now();
+  auto quiet_until = last_poll;  // the last poll that saw no renewal script
+  for (auto now = last_poll; now < end; now = clock::now()) {
     const auto t0 = clock::now();
     probe.lock(lease);
     probe.unlock_or_throw();
     const auto t1 = clock::now();
-    r.histogram.record(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
-    ++r.cycles;
-    next = std::max(next + milliseconds(1), t1);
+    cycles.emplace_back(t0, t1);
+    if (t1 - last_poll < poll) continue;
+    const long long scripts = scripts_run(command_delta(before, read_commandstats(client)));
+    last_poll = clock::now();
+    if (round_scripts == 0) continue;
+    const long long probe_scripts =
+        std::llround(static_cast<double>(cycles.size()) * probe_scripts_per_cycle);
+    const long long renewals = scripts - probe_scripts;
+    if (renewals <= 0) quiet_until = last_poll;
+    if (renewals >= round_scripts) {
+      r.round_seen = true;
+      r.round_span = last_poll - quiet_until;
+      break;
+    }
   }
   r.cpu_ns = process_cpu_ns() - cpu0;
   r.scripts = scripts_run(command_delta(before, read_commandstats(client)));
+  r.cycles = static_cast<long long>(cycles.size());
+  for (const auto& [t0, t1] : cycles) {
+    const bool counts = round_scripts == 0 || (r.round_seen && t1 > quiet_until && t0 < last_poll);
+    if (counts) {
+      r.histogram.record(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+    }
+  }
   return r;
 }
 
@@ -64,9 +99,10 @@ void add_watchdog_options(CLI::App& sub, watchdog_options& opts) {
       "One client takes N locks without a lease and holds them for K renewal periods\n"
       "(timeout/3). Renewal scripts per period: EVALSHA delta of INFO commandstats minus the\n"
       "latency probe's own scripts. CPU: user+sys of this process minus the probe's. The\n"
-      "probe (lock with a lease + unlock on another name, at most 1/ms) gives the lock latency\n"
-      "p99 before the locks are taken and while they are renewed. All keys must be gone at\n"
-      "the end.\n");
+      "probe (lock with a lease + unlock on another name, back to back) gives the lock latency\n"
+      "p99 before the locks are taken (1 s), and while one renewal round runs: only the cycles\n"
+      "that overlap the round, found by following the server's script count. All keys must\n"
+      "be gone at the end.\n");
 }
 
 bench_report run_watchdog(const watchdog_options& o, const connection_options& conn) {
@@ -83,7 +119,7 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   // 1. Idle.
   const process_status before = read_process_status();
   const probe_result idle =
-      run_probe(client, probe, probe_lease, clock::now() + std::min(period, milliseconds(3000)));
+      run_probe(client, probe, probe_lease, clock::now() + milliseconds(1000), 0, 0.0);
   const double probe_scripts_per_cycle =
       per(static_cast<double>(idle.scripts), static_cast<double>(idle.cycles));
   const double probe_cpu_per_cycle =
@@ -98,8 +134,10 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
                "only " + std::to_string(held) + " of " + std::to_string(o.locks) + " locks taken" +
                    (locks.first_error().empty() ? "" : ": " + locks.first_error()));
 
-  // 3. Hold for K periods, half a period away from the renewal rounds: the first K-1 quiet
-  // (only the watchdog works: its CPU time), the probe during the last one.
+  // 3. Hold for K periods, half a period away from the renewal rounds (one a period, due
+  // `period` after the previous: the first after the first acquire): the first K-1 quiet (only
+  // the watchdog works: its CPU time), the probe in the last one, from shortly before its round
+  // until the round has run.
   auto window_start = first_acquire + period / 2;
   while (window_start < clock::now()) window_start += period;
   std::this_thread::sleep_until(window_start);
@@ -109,15 +147,27 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   std::this_thread::sleep_until(window_end - period);
   const long long quiet_cpu_ns = process_cpu_ns() - quiet_cpu0;
   const process_status holding = read_process_status();
-  const long long quiet_scripts =
-      scripts_run(command_delta(quiet_before, read_commandstats(client)));
-  const probe_result renewing = run_probe(client, probe, probe_lease, window_end);
+  const command_counts last_before = read_commandstats(client);
+  const long long quiet_scripts = scripts_run(command_delta(quiet_before, last_before));
+  const long long last_cpu0 = process_cpu_ns();
+  const auto round_due = window_end - period / 2;
+  const auto lead = std::min<clock::duration>(period / 4, milliseconds(200));
+  std::this_thread::sleep_until(round_due - lead);
+  const auto batch = static_cast<long long>(std::max(1, cfg.lock_watchdog_batch_size));
+  const long long round_scripts = (static_cast<long long>(held) + batch - 1) / batch;
+  const probe_result renewing = run_probe(client, probe, probe_lease, window_end - period / 8,
+                                          round_scripts, probe_scripts_per_cycle);
+  std::this_thread::sleep_until(window_end);
+  const long long last_cpu_ns = process_cpu_ns() - last_cpu0;
+  const long long last_scripts = scripts_run(command_delta(last_before, read_commandstats(client)));
+  report.check(held == 0 || renewing.round_seen, "the probe did not see a whole renewal round (" +
+                                                     std::to_string(round_scripts) +
+                                                     " scripts) in the last period");
   const double probe_scripts = static_cast<double>(renewing.cycles) * probe_scripts_per_cycle;
-  const double renewal_scripts =
-      static_cast<double>(quiet_scripts + renewing.scripts) - probe_scripts;
+  const double renewal_scripts = static_cast<double>(quiet_scripts + last_scripts) - probe_scripts;
   const bool cpu_estimated = o.periods == 1;  // no quiet period: subtract the probe's share
   const double renewal_cpu_ns =
-      cpu_estimated ? std::max(0.0, static_cast<double>(renewing.cpu_ns) -
+      cpu_estimated ? std::max(0.0, static_cast<double>(last_cpu_ns) -
                                         static_cast<double>(renewing.cycles) * probe_cpu_per_cycle)
                     : static_cast<double>(quiet_cpu_ns) / (o.periods - 1);
 
@@ -137,6 +187,11 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   rss.add("before", before.rss_kib).add("holding", holding.rss_kib);
   json_object latency;
   latency.add_us("idle", idle_p99).add_us("renewing", renewing_p99).add("ratio", ratio, 3);
+  json_object latency_max;
+  latency_max.add_us("idle", idle.histogram.max()).add_us("renewing", renewing.histogram.max());
+  json_object probe_cycles;
+  probe_cycles.add("idle", static_cast<long long>(idle.histogram.count()))
+      .add("renewing", static_cast<long long>(renewing.histogram.count()));
   report.json.add("scenario", "watchdog")
       .add("library", "rlock")
       .add("locks", o.locks)
@@ -146,6 +201,11 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
       .add("cpu_ms_per_period", renewal_cpu_ns / 1e6, 3)
       .add("rss_kib", rss)
       .add("lock_latency_p99_us", latency)
+      .add("lock_latency_max_us", latency_max)
+      .add("latency_cycles", probe_cycles)
+      .add("round_scripts", round_scripts)
+      .add_us("round_us_observed",
+              std::chrono::duration_cast<std::chrono::nanoseconds>(renewing.round_span).count())
       .add("keys_left", left.keys)
       .add("unlock_latches_left", left.unlock_latches)
       .add("locks_taken", static_cast<long long>(held))
@@ -164,9 +224,14 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
        << (cpu_estimated ? " (estimated: the probe's CPU subtracted)" : "") << "\n"
        << "  RSS                        " << before.rss_kib << " KiB before, " << holding.rss_kib
        << " KiB holding\n"
-       << "  lock+unlock p99            " << format_latency_ns(idle_p99) << " idle, "
-       << format_latency_ns(renewing_p99) << " while renewing (ratio " << json_number(ratio, 2)
-       << ")\n"
+       << "  lock+unlock p99            " << format_latency_ns(idle_p99) << " idle ("
+       << idle.histogram.count() << " cycles), " << format_latency_ns(renewing_p99)
+       << " during a renewal round (" << renewing.histogram.count() << " cycles in "
+       << format_latency_ns(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(renewing.round_span).count())
+       << "; ratio " << json_number(ratio, 2) << ")\n"
+       << "  lock+unlock max            " << format_latency_ns(idle.histogram.max()) << " idle, "
+       << format_latency_ns(renewing.histogram.max()) << " during the round\n"
        << "  keys left                  " << left.keys << "\n";
   report.text = text.str();
   return report;

@@ -80,6 +80,10 @@ void contend(rlock::client& client, rlock::lock l, const std::string& counter, i
           std::chrono::ceil<std::chrono::milliseconds>(std::chrono::nanoseconds(left_ns));
       if (!acquire_before(l, wait, end_ns)) break;  // the run ended while waiting
       const long long acquired = steady_now_ns();
+      if (acquired >= end_ns) {  // granted after the end instant: not counted (as for peers)
+        l.unlock_or_throw();
+        break;
+      }
       const rlock::reply value = client.execute({"GET", counter});
       const long long n = value.is_nil() ? 0 : std::stoll(std::string(value.str()));
       client.execute({"SET", counter, std::to_string(n + 1)});
