@@ -61,9 +61,9 @@ void pump_until(event_reader& reader, demo_workers& workers, demo_record& record
 
 struct contended_figures {
   demo_stats stats{};
-  /// Gaps to a holder in another worker, sorted: the hand-off figures. A worker taking the lock
-  /// straight back (stats.reacquire_ns) is no hand-off: counted apart, and only in the mean gap.
-  std::vector<long long> handoff_ns{};
+  // Hand-off figures come from stats.handoff_ns (a next holder in another worker). A worker
+  // taking the lock straight back (stats.reacquire_ns) is no hand-off: counted apart, and only
+  // in the mean gap.
   double gap_mean_ns = 0;  ///< every gap, re-acquisitions included (utilisation = H / (H + gap))
   double utilisation = 0;
   double fairness = 0;
@@ -82,7 +82,6 @@ contended_figures figures_of(std::vector<critical_section> sections, int workers
   }
   f.utilisation = last > first ? static_cast<double>(held) / static_cast<double>(last - first) : 0;
   f.stats = compute_demo_stats(std::move(sections), workers);
-  f.handoff_ns = f.stats.handoff_ns;  // sorted
   const std::size_t gaps = f.stats.handoff_ns.size() + f.stats.reacquire_ns.size();
   if (gaps > 0) {
     double sum = 0;
@@ -189,8 +188,9 @@ bench_report run_contended(const contended_options& o, const connection_options&
   const long long requests = client_requests(delta);
   const double per_acquisition =
       acquisitions > 0 ? static_cast<double>(requests) / static_cast<double>(acquisitions) : 0.0;
-  const long long max_handoff = f.handoff_ns.empty() ? 0 : f.handoff_ns.back();
+  const std::vector<long long>& handoff_ns = f.stats.handoff_ns;      // sorted
   const std::vector<long long>& reacquire_ns = f.stats.reacquire_ns;  // sorted
+  const long long max_handoff = handoff_ns.empty() ? 0 : handoff_ns.back();
 
   bench_report report;
   report.check(lost == 0, std::to_string(lost) + " lost update(s)");
@@ -202,8 +202,8 @@ bench_report run_contended(const contended_options& o, const connection_options&
   for (const auto& e : record.errors) report.failures.push_back(e);
 
   json_object handoff;
-  handoff.add_us("p50", percentile(f.handoff_ns, 50))
-      .add_us("p99", percentile(f.handoff_ns, 99))
+  handoff.add_us("p50", percentile(handoff_ns, 50))
+      .add_us("p99", percentile(handoff_ns, 99))
       .add_us("max", max_handoff);
   json_object commands;
   for (const auto& [cmd, calls] : delta) commands.add(cmd, calls);
@@ -219,7 +219,7 @@ bench_report run_contended(const contended_options& o, const connection_options&
       .add("acquisitions_per_s", static_cast<double>(acquisitions) / seconds, 1)
       .add("utilisation", f.utilisation, 4)
       .add("handoff_us", handoff)
-      .add_us("handoff_samples_us", uniform_subsample(f.handoff_ns, max_samples, 0x4a7d))
+      .add_us("handoff_samples_us", uniform_subsample(handoff_ns, max_samples, 0x4a7d))
       .add("fairness", f.fairness, 4)
       .add("per_worker", per_worker)
       .add("client_requests_per_acquisition", per_acquisition, 3)
@@ -240,9 +240,9 @@ bench_report run_contended(const contended_options& o, const connection_options&
        << "  acquisitions  " << acquisitions << " ("
        << static_cast<long long>(static_cast<double>(acquisitions) / seconds) << "/s)\n"
        << "  utilisation   " << json_number(f.utilisation, 3) << "\n"
-       << "  hand-off      p50 " << format_latency_ns(percentile(f.handoff_ns, 50)) << "  p99 "
-       << format_latency_ns(percentile(f.handoff_ns, 99)) << "  max "
-       << format_latency_ns(max_handoff) << " (" << f.handoff_ns.size() << " between workers)\n"
+       << "  hand-off      p50 " << format_latency_ns(percentile(handoff_ns, 50)) << "  p99 "
+       << format_latency_ns(percentile(handoff_ns, 99)) << "  max "
+       << format_latency_ns(max_handoff) << " (" << handoff_ns.size() << " between workers)\n"
        << "  re-acquired   " << reacquire_ns.size() << " time(s) by the worker that released"
        << (reacquire_ns.empty() ? std::string()
                                 : ", p50 " + format_latency_ns(percentile(reacquire_ns, 50)))

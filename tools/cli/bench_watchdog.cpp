@@ -51,8 +51,7 @@ probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds l
   std::vector<std::pair<clock::time_point, clock::time_point>> cycles;
   auto last_poll = clock::now();
   auto quiet_until = last_poll;  // the last poll that saw no renewal script
-  for (auto now = last_poll; now < end; now = clock::now()) {
-    const auto t0 = clock::now();
+  for (auto t0 = last_poll; t0 < end; t0 = clock::now()) {
     probe.lock(lease);
     probe.unlock_or_throw();
     const auto t1 = clock::now();
