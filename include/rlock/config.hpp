@@ -138,7 +138,8 @@ struct config {
   // ---- locks ----
   /// Lease of a lock taken without an explicit lease; renewed every third of it while held.
   std::chrono::milliseconds lock_watchdog_timeout = 30000ms;
-  /// Locks renewed per renewal script.
+  /// Locks renewed per renewal script. A renewal round's scripts are spread over the first
+  /// half of the renewal period, most urgent lease first.
   int lock_watchdog_batch_size = 100;
   /// Queued hand-off (rlock only, on by default): waiters join a queue in Redis in arrival
   /// order, and an unlock hands the lock straight to the first live waiter, which learns it

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "detail/core.hpp"
@@ -19,7 +20,8 @@ watchdog::watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds tim
       retry_delay_(std::clamp<std::chrono::milliseconds>(timeout / 10, 1ms, 1s)),
       round_(c->io()),
       retry_(c->io()),
-      expiry_(c->io()) {}
+      expiry_(c->io()),
+      send_(c->io()) {}
 
 std::uint64_t watchdog::add(std::string key, std::string owner, loss_callback on_loss) {
   std::lock_guard lk(mu_);
@@ -68,10 +70,12 @@ void watchdog::stop() {
   std::lock_guard lk(mu_);
   stopped_ = true;
   holds_.clear();
+  queue_.clear();
   asio::post(round_.timer.get_executor(), [self = shared_from_this()] {
     self->round_.timer.cancel();
     self->retry_.timer.cancel();
     self->expiry_.timer.cancel();
+    self->send_.timer.cancel();
   });
 }
 
@@ -107,11 +111,11 @@ void watchdog::arm_locked(alarm& a, clock::time_point at, void (watchdog::*fire)
 }
 
 void watchdog::run_round() {
-  std::vector<std::uint64_t> ids;
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
     const auto now = clock::now();
+    std::vector<std::uint64_t> ids;
     bool any = false;
     for (auto& [id, h] : holds_) {
       if (!h.active || !h.renew) continue;
@@ -125,16 +129,17 @@ void watchdog::run_round() {
       ids.push_back(id);
     }
     if (any) arm_locked(round_, now + timeout_ / 3, &watchdog::run_round);
+    schedule_locked(ids, now, timeout_ / 6);
   }
-  send_batches(ids);
+  send_due();
 }
 
 void watchdog::run_retries() {
-  std::vector<std::uint64_t> ids;
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
     const auto now = clock::now();
+    std::vector<std::uint64_t> ids;
     for (auto& [id, h] : holds_) {
       if (!h.active || !h.renew || h.in_flight || h.retry_at > now) continue;
       h.in_flight = true;
@@ -142,16 +147,45 @@ void watchdog::run_retries() {
       ids.push_back(id);
     }
     arm_retry_locked();
+    schedule_locked(ids, now, retry_delay_ / 2);
   }
-  send_batches(ids);
+  send_due();
 }
 
-void watchdog::send_batches(const std::vector<std::uint64_t>& ids) {
-  for (std::size_t i = 0; i < ids.size(); i += batch_size_) {
-    const auto end =
-        ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + batch_size_));
-    send_batch(std::vector<std::uint64_t>(ids.begin() + static_cast<std::ptrdiff_t>(i), end));
+void watchdog::schedule_locked(const std::vector<std::uint64_t>& ids, clock::time_point now,
+                               clock::duration spread) {
+  if (ids.empty()) return;
+  std::vector<std::pair<clock::time_point, std::uint64_t>> by_deadline;
+  by_deadline.reserve(ids.size());
+  for (auto id : ids) by_deadline.emplace_back(holds_.at(id).valid_until, id);
+  std::sort(by_deadline.begin(), by_deadline.end());
+  // The last batch goes at most halfway to the most urgent deadline.
+  spread = std::clamp<clock::duration>((by_deadline.front().first - now) / 2, {}, spread);
+  const std::size_t batches = (ids.size() + batch_size_ - 1) / batch_size_;
+  const auto step = spread / static_cast<clock::rep>(batches);
+  for (std::size_t i = 0; i < batches; ++i) {
+    std::vector<std::uint64_t> batch;
+    for (std::size_t j = i * batch_size_; j < std::min(ids.size(), (i + 1) * batch_size_); ++j) {
+      batch.push_back(by_deadline[j].second);
+    }
+    queue_.emplace(now + step * static_cast<clock::rep>(i), std::move(batch));
   }
+  arm_locked(send_, queue_.begin()->first, &watchdog::send_due);
+}
+
+void watchdog::send_due() {
+  std::vector<std::vector<std::uint64_t>> due;
+  {
+    std::lock_guard lk(mu_);
+    if (stopped_) return;
+    const auto now = clock::now();
+    while (!queue_.empty() && queue_.begin()->first <= now) {
+      due.push_back(std::move(queue_.begin()->second));
+      queue_.erase(queue_.begin());
+    }
+    if (!queue_.empty()) arm_locked(send_, queue_.begin()->first, &watchdog::send_due);
+  }
+  for (auto& batch : due) send_batch(std::move(batch));
 }
 
 void watchdog::send_batch(std::vector<std::uint64_t> ids) {

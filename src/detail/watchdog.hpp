@@ -2,11 +2,17 @@
 //
 // - One renewal timer per client, period = lock_watchdog_timeout / 3. Each round cuts the held
 //   locks into batches of at most lock_watchdog_batch_size keys, one renewal script per batch,
-//   all batches sent concurrently. A failed batch neither aborts the others nor waits a whole
-//   period: only its holds are retried, after min(timeout / 10, 1 s), then after twice that
-//   and so on, as long as the retry comes before the next round (which renews every hold). A
-//   server refusing renewals therefore costs a few extra scripts per hold, not a round every
-//   second until the leases end.
+//   most urgent first (earliest local deadline), and spreads the batches evenly over the first
+//   half of the period (at most half the time left before the most urgent deadline): batch i
+//   of n goes at round + i * spread / n. A round of 100 batches sent at once held a lock
+//   request on the same connection behind all of them (12.8 ms p99 against 0.5 ms idle, at
+//   10,000 locks); spread, a request meets at most one batch, and rarely. A hold is renewed
+//   about once per period, its first renewal at most 1.5 periods after its acquire.
+// - A failed batch neither aborts the others nor waits a whole period: only its holds are
+//   retried, after min(timeout / 10, 1 s), then after twice that and so on, as long as the
+//   retry comes before the next round (which renews every hold); a retry's batches are spread
+//   over half its delay. A server refusing renewals therefore costs a few extra scripts per
+//   hold, not a round every second until the leases end.
 // - Every registered hold has a local deadline, valid_until = send time of the last successful
 //   acquire or renewal + lease, on steady_clock (the earlier of the two when a renewal's reply
 //   comes after that of an acquire sent later, which may have set a shorter lease). When the
@@ -55,7 +61,8 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   /// behind. valid_until becomes sent_at + lease, the server's expiry or earlier (if a script
   /// sent later was activated first, the earlier of the two). `renew`: this
   /// acquire asked for the watchdog; once any acquire of a hold did, the hold is renewed until
-  /// it is removed, and the next round comes within a third of `lease`, before the TTL runs out.
+  /// it is removed, and the next round comes within a third of `lease`; the round sends this
+  /// hold's batch at most halfway to its deadline, before the TTL runs out.
   void activate(std::uint64_t id, clock::time_point sent_at, std::chrono::milliseconds lease,
                 bool renew);
   /// Removes a hold (before its unlock is sent, or after its acquire failed). No callback.
@@ -95,7 +102,12 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   void arm_locked(alarm& a, clock::time_point at, void (watchdog::*fire)());
   void run_round();
   void run_retries();
-  void send_batches(const std::vector<std::uint64_t>& ids);
+  /// Queues `ids` (in_flight, all active) as batches, most urgent first, spread over `spread`
+  /// from `now` (less if a deadline is near), and arms send_.
+  void schedule_locked(const std::vector<std::uint64_t>& ids, clock::time_point now,
+                       clock::duration spread);
+  /// Sends the queued batches that are due.
+  void send_due();
   void send_batch(std::vector<std::uint64_t> ids);
   void on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_at, exec_result res);
   void arm_retry_locked();
@@ -111,8 +123,11 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   alarm round_;
   alarm retry_;
   alarm expiry_;
+  alarm send_;
   mutable std::mutex mu_;
   std::map<std::uint64_t, hold> holds_;
+  /// Batches waiting for their send time; their holds stay in_flight meanwhile.
+  std::multimap<clock::time_point, std::vector<std::uint64_t>> queue_;
   std::uint64_t next_id_ = 1;
   bool stopped_ = false;
   std::uint64_t scripts_sent_ = 0;

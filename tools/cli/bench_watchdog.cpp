@@ -99,9 +99,9 @@ void add_watchdog_options(CLI::App& sub, watchdog_options& opts) {
       "(timeout/3). Renewal scripts per period: EVALSHA delta of INFO commandstats minus the\n"
       "latency probe's own scripts. CPU: user+sys of this process minus the probe's. The\n"
       "probe (lock with a lease + unlock on another name, back to back) gives the lock latency\n"
-      "p99 before the locks are taken (1 s), and while one renewal round runs: only the cycles\n"
-      "that overlap the round, found by following the server's script count. All keys must\n"
-      "be gone at the end.\n");
+      "p99 before the locks are taken (1 s), and while one renewal round runs (its batches\n"
+      "spread over half a period): only the cycles that overlap the round, found by following\n"
+      "the server's script count. All keys must be gone at the end.\n");
 }
 
 bench_report run_watchdog(const watchdog_options& o, const connection_options& conn) {
@@ -133,11 +133,12 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
                "only " + std::to_string(held) + " of " + std::to_string(o.locks) + " locks taken" +
                    (locks.first_error().empty() ? "" : ": " + locks.first_error()));
 
-  // 3. Hold for K periods, half a period away from the renewal rounds (one a period, due
-  // `period` after the previous: the first after the first acquire): the first K-1 quiet (only
-  // the watchdog works: its CPU time), the probe in the last one, from shortly before its round
-  // until the round has run.
-  auto window_start = first_acquire + period / 2;
+  // 3. Hold for K periods, away from the renewal rounds (one a period, due `period` after the
+  // previous, the first after the first acquire; a round spreads its batches over the first
+  // half of its period): windows start 3/4 of a period after a round, in the quiet half. The
+  // first K-1 periods are quiet (only the watchdog works: its CPU time), the probe runs in the
+  // last one, from shortly before its round until the round has run.
+  auto window_start = first_acquire + period * 3 / 4;
   while (window_start < clock::now()) window_start += period;
   std::this_thread::sleep_until(window_start);
   const auto window_end = window_start + o.periods * period;
@@ -149,7 +150,7 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   const command_counts last_before = read_commandstats(client);
   const long long quiet_scripts = scripts_run(command_delta(quiet_before, last_before));
   const long long last_cpu0 = process_cpu_ns();
-  const auto round_due = window_end - period / 2;
+  const auto round_due = window_end - period * 3 / 4;
   const auto lead = std::min<clock::duration>(period / 4, milliseconds(200));
   std::this_thread::sleep_until(round_due - lead);
   const auto batch = static_cast<long long>(std::max(1, cfg.lock_watchdog_batch_size));

@@ -1,0 +1,148 @@
+// The watchdog's renewal round, seen from the server (MONITOR): its batches are spread over
+// half a period, most urgent first, so that a lock request on the same connection is not held
+// behind a whole round.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "detail/lock_scripts.hpp"
+#include "support/raw_client.hpp"
+
+namespace rlock::test {
+namespace {
+
+/// One command as MONITOR shows it: the server's time (s) and its quoted arguments.
+struct monitored {
+  double at = 0;
+  std::vector<std::string> args;
+};
+
+/// Parses `1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "abc" "1" ...` (the arguments here
+/// hold no quotes or backslashes).
+monitored parse_monitor_line(const std::string& line) {
+  monitored m;
+  m.at = std::stod(line.substr(0, line.find(' ')));
+  for (auto open = line.find('"'); open != std::string::npos; open = line.find('"', open + 1)) {
+    const auto close = line.find('"', open + 1);
+    if (close == std::string::npos) break;
+    m.args.push_back(line.substr(open + 1, close - open - 1));
+    open = close;
+  }
+  return m;
+}
+
+/// Watches the server's commands from a raw connection in MONITOR mode.
+class monitor {
+ public:
+  explicit monitor(const redis_server& server) : conn_(server.host(), server.port(), 5s) {
+    conn_.send({"MONITOR"});
+    const auto ok = conn_.read(5s);
+    if (!ok || ok->text() != "OK") throw std::runtime_error("MONITOR refused");
+  }
+
+  /// The next command that `pred` accepts, or nothing if `within` passes first.
+  template <typename Pred>
+  std::optional<monitored> next(Pred pred, std::chrono::milliseconds within) {
+    const auto end = steady::now() + within;
+    while (steady::now() < end) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - steady::now());
+      const auto reply = conn_.read(std::max(left, 1ms));
+      if (!reply) break;
+      auto m = parse_monitor_line(reply->str);
+      if (pred(m)) return m;
+    }
+    return std::nullopt;
+  }
+
+  /// The next renewal script.
+  std::optional<monitored> next_renewal(std::chrono::milliseconds within) {
+    return next([](const monitored& m) { return is_renewal(m); }, within);
+  }
+
+  static bool is_renewal(const monitored& m) {
+    return m.args.size() >= 3 && m.args[0] == "EVALSHA" &&
+           m.args[1] == detail::lock_renew_script().sha1();
+  }
+
+ private:
+  raw_client conn_;
+};
+
+std::vector<rlock::lock> take(client& c, const std::string& prefix, int n) {
+  std::vector<rlock::lock> held;
+  for (int i = 0; i < n; ++i) {
+    held.push_back(c.get_lock(prefix + std::to_string(i)));
+    held.back().lock();
+  }
+  return held;
+}
+
+/// The keys of a renewal script (ARGV follows: the lease, then one owner per key).
+std::set<std::string> keys_of(const monitored& m) {
+  const auto n = static_cast<std::size_t>(std::stol(m.args.at(2)));
+  return {m.args.begin() + 3, m.args.begin() + 3 + static_cast<std::ptrdiff_t>(n)};
+}
+
+TEST(watchdog_pacing, a_rounds_batches_are_spread_over_half_a_period) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 6000ms;  // a round every 2 s, spread over 1 s
+  client c(cfg);
+  monitor watch(server);
+  auto held = take(c, "spread:", 300);  // 3 batches: at 0, 333 and 667 ms into the round
+  // A round that renews all 300: three scripts in a row that hold them all (a round that came
+  // while the locks were still being taken, on a slow machine, holds fewer).
+  std::vector<monitored> round;
+  const auto end = steady::now() + 10s;
+  while (steady::now() < end) {
+    auto r = watch.next_renewal(1s);
+    if (!r) continue;
+    round.push_back(std::move(*r));
+    if (round.size() > 3) round.erase(round.begin());
+    std::set<std::string> keys;
+    for (const auto& m : round) keys.merge(keys_of(m));
+    if (keys.size() == 300) break;
+  }
+  ASSERT_EQ(round.size(), 3U);
+  // All within a few ms before; a timer never fires early.
+  EXPECT_GE(round[1].at - round[0].at, 0.300);
+  EXPECT_GE(round[2].at - round[1].at, 0.300);
+  EXPECT_LT(round[2].at - round[0].at, 2.0);  // within the period
+  for (auto& l : held) l.unlock_or_throw();
+}
+
+TEST(watchdog_pacing, the_most_urgent_holds_are_renewed_first) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 6000ms;
+  client c(cfg);
+  monitor watch(server);
+  auto held = take(c, "urgent:", 200);  // 2 batches, in the order taken
+  // The last lock's re-entry sets a 4 s lease (Redisson's script resets the TTL): its deadline
+  // is now the earliest, though it was taken last.
+  const std::string key = held.back().key();
+  held.back().lock(4000ms);
+  // The re-entry's script (the second with this key), then the first renewal after it.
+  int seen = 0;
+  ASSERT_TRUE(watch.next(
+      [&](const monitored& m) {
+        return !monitor::is_renewal(m) && m.args.size() > 3 && m.args[0] == "EVALSHA" &&
+               m.args[3] == key && ++seen == 2;
+      },
+      10s));
+  const auto first = watch.next_renewal(10s);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(keys_of(*first).contains(key))
+      << "the re-entered hold must be in the first batch of the next round";
+  held.back().unlock_or_throw();
+  for (auto& l : held) l.unlock_or_throw();
+}
+
+}  // namespace
+}  // namespace rlock::test
