@@ -27,7 +27,7 @@ using std::chrono::milliseconds;
 struct probe_result {
   latency_histogram histogram{};  ///< the cycles that count: all when idle, the round's else
   long long cycles = 0;           ///< every cycle run
-  long long scripts = 0;          ///< EVALSHA + EVAL on the server meanwhile
+  long long scripts = 0;          ///< EVALSHA + EVAL on the server meanwhile (idle only)
   long long cpu_ns = 0;           ///< process CPU time meanwhile
   bool round_seen = false;        ///< every script of the renewal round was seen
   clock::duration round_span{};   ///< from the poll before its first script to the poll after
@@ -71,7 +71,8 @@ probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds l
     }
   }
   r.cpu_ns = process_cpu_ns() - cpu0;
-  r.scripts = scripts_run(command_delta(before, read_commandstats(client)));
+  // Per-cycle costs come from the idle probe only.
+  if (round_scripts == 0) r.scripts = scripts_run(command_delta(before, read_commandstats(client)));
   r.cycles = static_cast<long long>(cycles.size());
   for (const auto& [t0, t1] : cycles) {
     const bool counts = round_scripts == 0 || (r.round_seen && t1 > quiet_until && t0 < last_poll);
