@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -228,6 +229,82 @@ TEST(pubsub, sharded_channels_use_ssubscribe_and_are_separate_from_classic_ones)
         return server.cli_reply({"PUBSUB", "SHARDNUMSUB", "shard-ch"}).elements.at(1).integer == 0;
       },
       3s));
+}
+
+/// Failed logins of `user` the server has logged (ACL LOG, reason auth).
+long long failed_logins(const redis_server& server, const std::string& user) {
+  long long n = 0;
+  for (const auto& entry : server.cli_reply({"ACL", "LOG"}).elements) {
+    std::map<std::string, std::string> fields;  // the string fields (count is an integer)
+    for (std::size_t i = 0; i + 1 < entry.elements.size(); i += 2) {
+      fields[entry.elements[i].str] = entry.elements[i + 1].str;
+    }
+    // `count` merges repeats of one entry: a refused login retried counts once per attempt.
+    if (fields["reason"] == "auth" && fields["username"] == user) {
+      for (std::size_t i = 0; i + 1 < entry.elements.size(); i += 2) {
+        if (entry.elements[i].str == "count") n += entry.elements[i + 1].integer;
+      }
+    }
+  }
+  return n;
+}
+
+// The subscriber writes (un)subscribes only while its connection is up, and matches each
+// confirmation to the oldest unanswered one. Changes made while the connection is down (a
+// listener leaving, a new subscription) must be applied once it is back, from a fresh record
+// of what is unanswered: the channels still wanted subscribed, the one left not, each pending
+// subscription confirmed, and the confirmations after that still in step.
+TEST(pubsub, changes_made_while_the_connection_is_down_apply_when_it_is_back) {
+  server_options o;
+  o.acl_users = {"app on >apppw ~* &* +@all"};
+  redis_server server(o);
+  config cfg = config_for(server);
+  cfg.address = "redis://app:apppw@127.0.0.1:" + std::to_string(server.port());
+  client c(cfg);
+  inbox kept;
+  inbox dropped;
+  auto s_kept = subscribe(c, "kept-ch", kept);
+  auto s_dropped = subscribe(c, "dropped-ch", dropped);
+
+  // Hold the subscription connection down: the user may no longer log in, then it is dropped.
+  // Two refused logins since: the subscriber has seen its connection go.
+  EXPECT_EQ(server.cli({"ACL", "SETUSER", "app", "off"}), "OK");
+  EXPECT_NE(server.cli({"CLIENT", "KILL", "TYPE", "pubsub"}), "0");
+  ASSERT_TRUE(wait_until([&] { return failed_logins(server, "app") >= 2; }, 10s));
+
+  s_dropped.reset();  // the last listener leaves: nothing written while down
+  inbox added;
+  std::promise<std::pair<std::error_code, detail::subscription>> p;
+  c.core()->subscribe(detail::channel_kind::classic, "added-ch", "added-ch", added.listener(),
+                      steady::now() + 20s, [&](std::error_code ec, detail::subscription s) {
+                        p.set_value({ec, std::move(s)});
+                      });
+  auto pending = p.get_future();
+  EXPECT_EQ(pending.wait_for(200ms), std::future_status::timeout);  // not confirmed while down
+
+  EXPECT_EQ(server.cli({"ACL", "SETUSER", "app", "on"}), "OK");
+  ASSERT_EQ(pending.wait_for(15s), std::future_status::ready);
+  auto [ec, s_added] = pending.get();
+  EXPECT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(kept.wait_resubscribed(1, 10s));
+  EXPECT_EQ(numsub(server, "kept-ch"), 1);
+  EXPECT_EQ(numsub(server, "added-ch"), 1);
+  EXPECT_EQ(numsub(server, "dropped-ch"), 0);
+  server.cli({"PUBLISH", "kept-ch", "k"});
+  server.cli({"PUBLISH", "added-ch", "a"});
+  EXPECT_EQ(kept.next(), "k");
+  EXPECT_EQ(added.next(), "a");
+  EXPECT_TRUE(dropped.empty());
+
+  // Confirmations after the reconnect are matched in order: a new subscription completes and
+  // receives, and one that leaves unsubscribes.
+  inbox late;
+  auto s_late = subscribe(c, "late-ch", late);
+  server.cli({"PUBLISH", "late-ch", "l"});
+  EXPECT_EQ(late.next(), "l");
+  s_added.reset();
+  EXPECT_TRUE(wait_until([&] { return numsub(server, "added-ch") == 0; }, 3s));
+  EXPECT_EQ(numsub(server, "late-ch"), 1);
 }
 
 TEST(pubsub, subscribe_times_out_on_a_paused_server) {
