@@ -122,9 +122,9 @@ void watchdog::run_round() {
       any = true;
       // Every round renews every held lock: each is renewed at least once per period, and the
       // batches stay full (ceil(n / batch_size) scripts per period). A retry due later is
-      // covered by this round.
+      // covered by this round, and so is a hold still queued (it is queued again, by its
+      // deadline now).
       if (h.in_flight) continue;
-      h.in_flight = true;
       h.retry_at = clock::time_point::max();
       ids.push_back(id);
     }
@@ -141,8 +141,7 @@ void watchdog::run_retries() {
     const auto now = clock::now();
     std::vector<std::uint64_t> ids;
     for (auto& [id, h] : holds_) {
-      if (!h.active || !h.renew || h.in_flight || h.retry_at > now) continue;
-      h.in_flight = true;
+      if (!h.active || !h.renew || h.in_flight || h.queued_in != 0 || h.retry_at > now) continue;
       h.retry_at = clock::time_point::max();
       ids.push_back(id);
     }
@@ -159,22 +158,25 @@ void watchdog::schedule_locked(const std::vector<std::uint64_t>& ids, clock::tim
   by_deadline.reserve(ids.size());
   for (auto id : ids) by_deadline.emplace_back(holds_.at(id).valid_until, id);
   std::sort(by_deadline.begin(), by_deadline.end());
-  // The last batch goes at most halfway to the most urgent deadline.
-  spread = std::clamp<clock::duration>((by_deadline.front().first - now) / 2, {}, spread);
   const std::size_t batches = (ids.size() + batch_size_ - 1) / batch_size_;
   const auto step = spread / static_cast<clock::rep>(batches);
   for (std::size_t i = 0; i < batches; ++i) {
-    std::vector<std::uint64_t> batch;
-    for (std::size_t j = i * batch_size_; j < std::min(ids.size(), (i + 1) * batch_size_); ++j) {
-      batch.push_back(by_deadline[j].second);
+    batch b;
+    b.serial = next_batch_++;
+    const std::size_t first = i * batch_size_;
+    for (std::size_t j = first; j < std::min(ids.size(), first + batch_size_); ++j) {
+      b.ids.push_back(by_deadline[j].second);
+      holds_.at(by_deadline[j].second).queued_in = b.serial;
     }
-    queue_.emplace(now + step * static_cast<clock::rep>(i), std::move(batch));
+    // Halfway to the batch's most urgent deadline at the latest (now, if that has passed).
+    const auto latest = now + std::max<clock::duration>((by_deadline[first].first - now) / 2, {});
+    queue_.emplace(std::min(now + step * static_cast<clock::rep>(i), latest), std::move(b));
   }
   arm_locked(send_, queue_.begin()->first, &watchdog::send_due);
 }
 
 void watchdog::send_due() {
-  std::vector<std::vector<std::uint64_t>> due;
+  std::vector<batch> due;
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
@@ -185,26 +187,29 @@ void watchdog::send_due() {
     }
     if (!queue_.empty()) arm_locked(send_, queue_.begin()->first, &watchdog::send_due);
   }
-  for (auto& batch : due) send_batch(std::move(batch));
+  for (const auto& b : due) send_batch(b);
 }
 
-void watchdog::send_batch(std::vector<std::uint64_t> ids) {
+void watchdog::send_batch(const batch& b) {
   auto c = core_.lock();
   if (!c) return;
   std::vector<std::string> keys;
   std::vector<std::string> args;
+  std::vector<std::uint64_t> ids;
   {
     std::lock_guard lk(mu_);
     args.push_back(std::to_string(timeout_.count()));
-    std::vector<std::uint64_t> live;
-    for (auto id : ids) {
+    for (auto id : b.ids) {
       auto it = holds_.find(id);
-      if (it == holds_.end()) continue;  // unlocked meanwhile
-      keys.push_back(it->second.key);
-      args.push_back(it->second.owner);
-      live.push_back(id);
+      // Unlocked meanwhile, or queued again since in a batch of its own.
+      if (it == holds_.end() || it->second.queued_in != b.serial) continue;
+      hold& h = it->second;
+      h.queued_in = 0;
+      h.in_flight = true;
+      keys.push_back(h.key);
+      args.push_back(h.owner);
+      ids.push_back(id);
     }
-    ids.swap(live);
     if (ids.empty()) return;
     ++scripts_sent_;
   }

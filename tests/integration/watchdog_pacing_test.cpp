@@ -144,5 +144,36 @@ TEST(watchdog_pacing, the_most_urgent_holds_are_renewed_first) {
   for (auto& l : held) l.unlock_or_throw();
 }
 
+// A hold waits in its round's queue for its batch's turn. A re-entry with a short lease (which
+// Redisson's script sets as the TTL) then brings the next round forward; that round must queue
+// the hold again, first, rather than leave it to its old batch, which would come after the new
+// TTL has run out (found by review: the lock was lost with the server healthy).
+TEST(watchdog_pacing, a_queued_hold_re_entered_with_a_short_lease_is_renewed_in_time) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.lock_watchdog_timeout = 12000ms;  // a round every 4 s, spread over 2 s
+  client c(cfg);
+  monitor watch(server);
+  auto held = take(c, "requeue:", 300);  // batches at 0, 667 and 1,333 ms into a round
+  auto& last = held.back();              // the latest deadline: in the last batch
+  const auto lost = last.loss_token();
+  // The round starts: its first batch holds the first lock taken.
+  ASSERT_TRUE(watch.next(
+      [&](const monitored& m) {
+        return monitor::is_renewal(m) && keys_of(m).contains(held.front().key());
+      },
+      10s));
+  last.lock(1000ms);  // TTL 1 s from now, before the last batch's turn
+  // The next renewal of that lock comes well before its TTL ends, and the lock is kept.
+  const auto renewal = watch.next(
+      [&](const monitored& m) { return monitor::is_renewal(m) && keys_of(m).contains(last.key()); },
+      5s);
+  ASSERT_TRUE(renewal) << "never renewed again; lost: " << lost.stop_requested();
+  EXPECT_GT(std::stoll(server.cli({"PTTL", last.key()})), 1000);
+  EXPECT_FALSE(lost.stop_requested()) << "the lock was lost while its renewal waited in line";
+  last.unlock_or_throw();
+  for (auto& l : held) l.unlock_or_throw();
+}
+
 }  // namespace
 }  // namespace rlock::test
