@@ -231,6 +231,32 @@ TEST(pubsub, sharded_channels_use_ssubscribe_and_are_separate_from_classic_ones)
       3s));
 }
 
+/// Starts a subscription; the future has its outcome.
+std::future<std::pair<std::error_code, detail::subscription>> subscribe_async(
+    client& c, const std::string& channel, inbox& box, std::chrono::milliseconds within) {
+  auto p = std::make_shared<std::promise<std::pair<std::error_code, detail::subscription>>>();
+  auto f = p->get_future();
+  c.core()->subscribe(detail::channel_kind::classic, channel, channel, box.listener(),
+                      steady::now() + within, [p](std::error_code ec, detail::subscription s) {
+                        p->set_value({ec, std::move(s)});
+                      });
+  return f;
+}
+
+/// A server with the ACL user "app" (password "apppw"), allowed the channels `channel_rules`.
+server_options with_app_user(const std::string& channel_rules) {
+  server_options o;
+  o.acl_users = {"app on >apppw ~* " + channel_rules + " +@all"};
+  return o;
+}
+
+/// A config that logs in to `server` as "app".
+config as_app(const redis_server& server) {
+  config cfg = config_for(server);
+  cfg.address = "redis://app:apppw@127.0.0.1:" + std::to_string(server.port());
+  return cfg;
+}
+
 /// Failed logins of `user` the server has logged (ACL LOG, reason auth).
 long long failed_logins(const redis_server& server, const std::string& user) {
   long long n = 0;
@@ -255,12 +281,8 @@ long long failed_logins(const redis_server& server, const std::string& user) {
 // of what is unanswered: the channels still wanted subscribed, the one left not, each pending
 // subscription confirmed, and the confirmations after that still in step.
 TEST(pubsub, changes_made_while_the_connection_is_down_apply_when_it_is_back) {
-  server_options o;
-  o.acl_users = {"app on >apppw ~* &* +@all"};
-  redis_server server(o);
-  config cfg = config_for(server);
-  cfg.address = "redis://app:apppw@127.0.0.1:" + std::to_string(server.port());
-  client c(cfg);
+  redis_server server(with_app_user("&*"));
+  client c(as_app(server));
   inbox kept;
   inbox dropped;
   auto s_kept = subscribe(c, "kept-ch", kept);
@@ -274,12 +296,7 @@ TEST(pubsub, changes_made_while_the_connection_is_down_apply_when_it_is_back) {
 
   s_dropped.reset();  // the last listener leaves: nothing written while down
   inbox added;
-  std::promise<std::pair<std::error_code, detail::subscription>> p;
-  c.core()->subscribe(detail::channel_kind::classic, "added-ch", "added-ch", added.listener(),
-                      steady::now() + 20s, [&](std::error_code ec, detail::subscription s) {
-                        p.set_value({ec, std::move(s)});
-                      });
-  auto pending = p.get_future();
+  auto pending = subscribe_async(c, "added-ch", added, 20s);
   EXPECT_EQ(pending.wait_for(200ms), std::future_status::timeout);  // not confirmed while down
 
   EXPECT_EQ(server.cli({"ACL", "SETUSER", "app", "on"}), "OK");
@@ -305,6 +322,42 @@ TEST(pubsub, changes_made_while_the_connection_is_down_apply_when_it_is_back) {
   s_added.reset();
   EXPECT_TRUE(wait_until([&] { return numsub(server, "added-ch") == 0; }, 3s));
   EXPECT_EQ(numsub(server, "late-ch"), 1);
+}
+
+// A refusal (NOPERM) answers the oldest unanswered (un)subscribe on its connection. Those of a
+// connection that was dropped are never answered on the next one: if they were still counted
+// there, the next connection's first refusal would fail the wrong channel. Here two subscribes
+// are written while the server is paused (CLIENT PAUSE ALL), the connection is dropped as hung
+// (its keep-alive PING unanswered), and the new connection subscribes every wanted channel,
+// the forbidden one first: the forbidden channel's subscription must fail with no_permission,
+// and the allowed ones must be confirmed.
+TEST(pubsub, a_refusal_after_a_reconnect_fails_the_refused_channel_not_one_left_unanswered) {
+  redis_server server(with_app_user("resetchannels &ok-*"));
+  config cfg = as_app(server);
+  cfg.ping_connection_interval = 100ms;
+  cfg.timeout = 300ms;
+  client c(cfg);
+  inbox kept;
+  auto s_kept = subscribe(c, "ok-a", kept);
+
+  EXPECT_EQ(server.cli({"CLIENT", "PAUSE", "1500", "ALL"}), "OK");
+  inbox allowed;
+  inbox forbidden;
+  auto f_allowed = subscribe_async(c, "ok-b", allowed, 10s);  // written, unanswered
+  auto f_forbidden = subscribe_async(c, "a-forbidden", forbidden, 10s);
+  // The keep-alive finds the connection hung and replaces it; the new one gets through once
+  // the pause ends, and the kept channel's listener hears of the resubscription.
+  ASSERT_TRUE(kept.wait_resubscribed(1, 10s));
+
+  ASSERT_EQ(f_forbidden.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f_forbidden.get().first, errc::no_permission);
+  ASSERT_EQ(f_allowed.wait_for(10s), std::future_status::ready);
+  auto [ec, s_allowed] = f_allowed.get();
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(numsub(server, "ok-a"), 1);
+  EXPECT_EQ(numsub(server, "ok-b"), 1);
+  server.cli({"PUBLISH", "ok-b", "b"});
+  EXPECT_EQ(allowed.next(), "b");
 }
 
 TEST(pubsub, subscribe_times_out_on_a_paused_server) {
