@@ -282,6 +282,10 @@ def _watchdog(w):
              "%s / %s" % (_f(lat["idle"], 1), _f(lat["renewing"], 1)), "", ""]]
     top = w.get("lock_latency_max_us")
     cycles = w.get("latency_cycles")
+    p999 = w.get("lock_latency_p999_us")
+    if p999:
+        rows += [["lock latency p99.9 µs idle / during the round",
+                  "%s / %s" % (_f(p999["idle"], 1), _f(p999["renewing"], 1)), "", ""]]
     if top and cycles:
         rows += [["lock latency max µs idle / during the round",
                   "%s / %s" % (_f(top["idle"], 1), _f(top["renewing"], 1)), "", ""],
