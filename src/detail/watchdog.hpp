@@ -8,8 +8,9 @@
 //   round, after a re-entry set a shorter lease) is queued again by that round, in its place by
 //   deadline; only its latest batch sends it. A round of 100 batches sent at once held a lock
 //   request on the same connection behind all of them (12.8 ms p99 against 0.5 ms idle, at
-//   10,000 locks); spread, a request meets at most one batch, and rarely. A hold is renewed
-//   about once per period, its first renewal at most 1.5 periods after its acquire.
+//   10,000 locks); spread, a request meets at most one batch, and rarely, unless many leases
+//   are near their end at once (after an outage): their batches then go together. A hold is
+//   renewed about once per period, its first renewal at most 1.5 periods after its acquire.
 // - A failed batch neither aborts the others nor waits a whole period: only its holds are
 //   retried, after min(timeout / 10, 1 s), then after twice that and so on, as long as the
 //   retry comes before the next round (which renews every hold); a retry's batches are spread
