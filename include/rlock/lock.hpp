@@ -20,11 +20,12 @@
 // explicitly, so coroutine code can hold a lock across threads.
 //
 // Leases: without a lease the lock gets lock_watchdog_timeout (30 s) and the client's watchdog
-// renews it every third of that while it is held. With a lease the lock expires after it and is
-// not renewed. Re-entry resets the TTL to the new acquire's lease, and valid_until() follows it.
-// Once any hold of an owner was taken without a lease, the watchdog renews the lock until the
-// owner's final unlock (a re-entry with a shorter lease, or a partial unlock, does not cut it
-// short); an unlock that leaves holds sets the TTL to the watchdog's lease then, else to the
+// renews it every third of that while it is held (a round every third; with many locks, its
+// scripts spread over the next sixth, most urgent lease first). With a lease the lock expires after
+// it and is not renewed. Re-entry resets the TTL to the new acquire's lease, and valid_until()
+// follows it. Once any hold of an owner was taken without a lease, the watchdog renews the lock
+// until the owner's final unlock (a re-entry with a shorter lease, or a partial unlock, does not
+// cut it short); an unlock that leaves holds sets the TTL to the watchdog's lease then, else to the
 // last acquire's lease (Redisson's behaviour). Renewal never shortens a TTL (Redisson's sets it
 // to the watchdog's lease): an inner hold with a longer lease keeps it.
 //
@@ -40,7 +41,8 @@
 // hand-off's TTL ends at the waiter's queue deadline (at most one liveness, 6 s by default),
 // not after its lease, so the lock is free again by then, for Java clients too. A live waiter
 // extends it to its own lease when told (an explicit lease at once, one more script; under the
-// watchdog by its first renewal, within a third of that TTL).
+// watchdog by its first renewal, within a third of that TTL, or with many held locks at most
+// two thirds).
 // With the queue off, waiters are FIFO within one process and only the first contends in Redis
 // (one unlock costs at most one acquire script per process); across processes the first script
 // after an unlock wins.

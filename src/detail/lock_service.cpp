@@ -891,8 +891,9 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   }
   // A re-entry too: its script reset the TTL to its own lease.
   if (keep) {
-    // A renewed hold's first renewal comes within a third of `granted`; an explicit lease cut
-    // short by a hand-off is extended to its end at once.
+    // A renewed hold's first renewal round comes within a third of `granted` (its script at
+    // most halfway from there to the deadline); an explicit lease cut short by a hand-off is
+    // extended to its end at once.
     watchdog_->activate(o->watchdog_id, lease_from, granted, o->renew);
     if (granted < o->lease && !o->renew) {
       extend_handed(o->req.raw_name, o->owner, o->watchdog_id, lease_from + o->lease);

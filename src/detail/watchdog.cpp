@@ -115,15 +115,18 @@ void watchdog::run_round() {
     std::lock_guard lk(mu_);
     if (stopped_) return;
     const auto now = clock::now();
+    // Every hold still queued is queued again below, by its deadline now: the old batches
+    // would send nothing, and early rounds would pile them up.
+    queue_.clear();
     std::vector<std::uint64_t> ids;
     bool any = false;
     for (auto& [id, h] : holds_) {
       if (!h.active || !h.renew) continue;
       any = true;
       // Every round renews every held lock: each is renewed at least once per period, and the
-      // batches stay full (ceil(n / batch_size) scripts per period). A retry due later is
-      // covered by this round, and so is a hold still queued (it is queued again, by its
-      // deadline now).
+      // batches stay full (ceil(n / batch_size) scripts per period while rounds come on time).
+      // A retry due later is covered by this round. A hold in flight is not sent again: its
+      // reply brings the next round forward if its deadline needs it (on_batch).
       if (h.in_flight) continue;
       h.retry_at = clock::time_point::max();
       ids.push_back(id);
@@ -238,6 +241,7 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
+    const auto now = clock::now();
     const auto renewed = decode_renew(res, ids.size());
     const bool ok = renewed.has_value();
     for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -246,9 +250,14 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
       hold& h = it->second;
       h.in_flight = false;
       if (!ok) {
-        // Retried after retry_delay_, 2x, 4x, ... while that comes before the next round.
+        // Retried after retry_delay_, 2x, 4x, ... while that comes before the next round. The
+        // first retry comes at most halfway to the hold's deadline (a short lease set by a
+        // re-entry may end sooner than retry_delay_); later ones back off all the same, so a
+        // server refusing renewals does not get a retry every few ms near the deadline.
         h.failures = std::min(h.failures + 1, 16);
-        const auto at = clock::now() + retry_delay_ * (1 << (h.failures - 1));
+        const auto backoff = now + retry_delay_ * (1 << (h.failures - 1));
+        const auto halfway = now + std::max<clock::duration>((h.valid_until - now) / 2, 1ms);
+        const auto at = h.failures == 1 ? std::min(backoff, halfway) : backoff;
         if (at < round_.at) {
           h.retry_at = at;
           retry_at = std::min(retry_at, at);
@@ -269,6 +278,10 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
         } else {
           h.valid_until = sent_at + timeout_;
         }
+        // A round that came while this renewal was in flight skipped the hold. If a re-entry
+        // sent meanwhile set a shorter lease, its deadline can come before the next round:
+        // bring that round forward, as activate() does (a third of what is left).
+        if (h.renew) arm_locked(round_, now + (h.valid_until - now) / 3, &watchdog::run_round);
       } else {
         lost.push_back(std::move(h.on_loss));
         holds_.erase(it);

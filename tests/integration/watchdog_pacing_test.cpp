@@ -4,15 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
+#include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common.hpp"
 #include "detail/lock_scripts.hpp"
 #include "support/raw_client.hpp"
+#include "support/wait.hpp"
 
 namespace rlock::test {
 namespace {
@@ -173,6 +178,101 @@ TEST(watchdog_pacing, a_queued_hold_re_entered_with_a_short_lease_is_renewed_in_
   EXPECT_FALSE(lost.stop_requested()) << "the lock was lost while its renewal waited in line";
   last.unlock_or_throw();
   for (auto& l : held) l.unlock_or_throw();
+}
+
+/// The clients named `name` blocked in a command (flags b), by id, with their query buffers
+/// (what they sent that waits behind the blocking command).
+std::map<std::string, long long> blocked_clients(const redis_server& server,
+                                                 const std::string& name) {
+  std::map<std::string, long long> out;
+  std::istringstream lines(server.cli({"CLIENT", "LIST"}));
+  for (std::string line; std::getline(lines, line);) {
+    std::map<std::string, std::string> f;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) {
+      const auto eq = w.find('=');
+      if (eq != std::string::npos) f[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    if (f["name"] == name && f["flags"].find('b') != std::string::npos) {
+      out[f["id"]] = std::stoll(f["qbuf"]);
+    }
+  }
+  return out;
+}
+
+// With a pool, a renewal may be in flight on one connection while a re-entry with a short
+// lease goes out on the other and is answered first. The early round that re-entry brings
+// forward skips the hold (its renewal is in flight); if the renewal then ran before the
+// re-entry, the server's TTL is the re-entry's, and if after, the client still cannot count on
+// more: either way the hold must be renewed again before the short lease ends. Found by
+// review: nothing renewed it, and the hold was reported lost with the server healthy.
+// Each connection is held by a BLPOP, so the order in which the server runs the renewal and the
+// re-entry is the test's (CLIENT UNBLOCK).
+TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_renewed_in_time) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.client_name = "in-flight";
+  cfg.connection_pool_size = 2;
+  cfg.lock_watchdog_timeout = 12000ms;  // a round every 4 s; a renewal's deadline 4 s
+  cfg.timeout = 15000ms;                // the BLPOPs below wait up to about 7 s
+  cfg.ping_connection_interval = 60000ms;
+  std::promise<void> a_done;  // before the client, whose shutdown may complete the BLPOPs
+  std::promise<void> b_done;
+  std::promise<std::error_code> reentered;
+  client c(cfg);
+  auto l = c.get_lock("in-flight");
+  l.lock();
+  const auto lost = l.loss_token();
+  // Two requests in a row go to the two connections (round robin); each blocks its connection.
+  c.async_execute({"BLPOP", "never:a", "30"}, [&](std::error_code, reply) { a_done.set_value(); });
+  c.async_execute({"BLPOP", "never:b", "30"}, [&](std::error_code, reply) { b_done.set_value(); });
+  ASSERT_TRUE(wait_until([&] { return blocked_clients(server, cfg.client_name).size() == 2; }, 5s));
+  // The first round (4 s after the acquire) writes its renewal behind one of the BLPOPs.
+  std::string renewal_conn;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& [id, qbuf] : blocked_clients(server, cfg.client_name)) {
+          if (qbuf > 0) renewal_conn = id;
+        }
+        return !renewal_conn.empty();
+      },
+      10s));
+  // The re-entry goes to the other connection (the next in turn), behind the other BLPOP.
+  const auto t1 = steady::now();
+  l.async_lock(this_thread_owner_id(), 3000ms,
+               [&](std::error_code ec) { reentered.set_value(ec); });  // this thread's hold
+  auto reentry = reentered.get_future();
+  std::string reentry_conn;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& [id, qbuf] : blocked_clients(server, cfg.client_name)) {
+          if (qbuf > 0 && id != renewal_conn) reentry_conn = id;
+        }
+        return !reentry_conn.empty();
+      },
+      5s))
+      << "the re-entry did not go to the other connection";
+  server.cli({"CLIENT", "UNBLOCK", reentry_conn});
+  if (reentry.wait_for(5s) != std::future_status::ready) {
+    ADD_FAILURE() << "re-entry not done; hash: " << server.cli({"HGETALL", "in-flight"})
+                  << "\nclients: " << server.cli({"CLIENT", "LIST"});
+    server.cli({"CLIENT", "UNBLOCK", renewal_conn});
+    return;
+  }
+  ASSERT_FALSE(
+      reentry.get());  // TTL 3 s from t1; the early round at t1 + 1 s skips the hold in flight
+  // The renewal runs after the re-entry and is answered 2 s after t1: a duration (between the
+  // early round and the re-entry's deadline), not a wait for an outcome.
+  std::this_thread::sleep_until(t1 + 2000ms);
+  server.cli({"CLIENT", "UNBLOCK", renewal_conn});
+  EXPECT_TRUE(wait_until([&] { return l.valid_until() > steady::now() + 5s; }, 4s))
+      << "not renewed before the re-entry's lease ended; lost: " << lost.stop_requested();
+  EXPECT_FALSE(lost.stop_requested()) << "reported lost with the server healthy";
+  EXPECT_GT(std::stoll(server.cli({"PTTL", "in-flight"})), 5000);
+  a_done.get_future().wait();
+  b_done.get_future().wait();
+  l.unlock_or_throw();
+  l.unlock_or_throw();
 }
 
 }  // namespace

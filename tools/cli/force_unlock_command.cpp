@@ -27,7 +27,7 @@ constexpr const char* footer_text =
     "free), null when nothing was released or the read failed.\n"
     "\n"
     "The evicted holder is not stopped at once: an rlock exec holder learns of the loss at\n"
-    "its next renewal (within a third of its --watchdog-timeout, 10s by default) or when its\n"
+    "its next renewal (within half of its --watchdog-timeout, 15s by default) or when its\n"
     "--lease ends, and only then signals its command (exit 76); until then the old and the\n"
     "new holder's commands run at the same time. Check with 'rlock status NAME'.\n"
     "A key that is not a lock is left untouched (exit 65): not a hash, or a hash without\n"
