@@ -125,8 +125,9 @@ void watchdog::run_round() {
       any = true;
       // Every round renews every held lock: each is renewed at least once per period, and the
       // batches stay full (ceil(n / batch_size) scripts per period while rounds come on time).
-      // A retry due later is covered by this round. A hold in flight is not sent again: its
-      // reply brings the next round forward if its deadline needs it (on_batch).
+      // A retry due later is covered by this round. A hold in flight is not sent again: if
+      // it succeeds, its reply brings the next round forward when a re-entry sent meanwhile
+      // needs it (on_batch); if it fails, the first retry comes halfway to the deadline.
       if (h.in_flight) continue;
       h.retry_at = clock::time_point::max();
       ids.push_back(id);
@@ -280,8 +281,11 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
         }
         // A round that came while this renewal was in flight skipped the hold. If a re-entry
         // sent meanwhile set a shorter lease, its deadline can come before the next round:
-        // bring that round forward, as activate() does (a third of what is left).
-        if (h.renew) arm_locked(round_, now + (h.valid_until - now) / 3, &watchdog::run_round);
+        // bring that round forward, as activate() does (a third of what is left). Only then:
+        // a renewal that was merely slow must not make rounds come more often.
+        if (h.renew && h.activated_at > sent_at && h.valid_until > now) {
+          arm_locked(round_, now + (h.valid_until - now) / 3, &watchdog::run_round);
+        }
       } else {
         lost.push_back(std::move(h.on_loss));
         holds_.erase(it);

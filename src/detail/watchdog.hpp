@@ -4,16 +4,17 @@
 //   locks into batches of at most lock_watchdog_batch_size keys, one renewal script per batch,
 //   most urgent first (earliest local deadline), and spreads the batches evenly over the first
 //   half of the period: batch i of n goes at round + i * spread / n, or halfway to its most
-//   urgent deadline if that is sooner. A hold still queued when the next round comes (an early
-//   round, after a re-entry set a shorter lease) is queued again by that round, in its place by
-//   deadline; only its latest batch sends it. A hold whose renewal is in flight is skipped by
-//   a round; when that reply comes, a deadline nearer than the next round brings the round
-//   forward (a re-entry with a shorter lease may have been sent meanwhile on another
-//   connection, and run after the renewal). A round of 100 batches sent at once held a lock
-//   request on the same connection behind all of them (12.8 ms p99 against 0.5 ms idle, at
-//   10,000 locks); spread, a request meets at most one batch, and rarely, unless many leases
-//   are near their end at once (after an outage): their batches then go together. A hold is
-//   renewed about once per period, its first renewal at most 1.5 periods after its acquire.
+//   urgent deadline if that is sooner. Each round clears the queue and queues every hold not
+//   in flight again, by its deadline then: a hold still queued when the next round comes (an
+//   early round, after a re-entry set a shorter lease) takes its new place. A hold whose
+//   renewal is in flight is skipped by a round; if that renewal succeeds while a re-entry sent
+//   after it (on another connection) set a nearer deadline, the reply brings the next round
+//   forward; if it fails, the first retry comes at most halfway to the deadline. A round of 100
+//   batches sent at once held a lock request on the same connection behind all of them (12.8 ms p99
+//   against 0.5 ms idle, at 10,000 locks); spread, a request meets at most one batch, and rarely,
+//   unless many leases are near their end at once (after an outage): their batches then go
+//   together. A hold is renewed about once per period, its first renewal at most 1.5 periods after
+//   its acquire.
 // - A failed batch neither aborts the others nor waits a whole period: only its holds are
 //   retried, after min(timeout / 10, 1 s), then after twice that and so on, as long as the
 //   retry comes before the next round (which renews every hold); the first retry at most
@@ -73,8 +74,9 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   /// acquire asked for the watchdog; once any acquire of a hold did, the hold is renewed until
   /// it is removed, and the next round comes within a third of `lease`; the round sends this
   /// hold's batch at most halfway to its deadline, before the TTL runs out. If a renewal of the
-  /// hold is in flight then, that round skips it, and the renewal's reply brings the next round
-  /// forward to a third of what is left of the deadline.
+  /// hold is in flight then, that round skips it; the renewal's reply then brings the next
+  /// round forward to a third of what is left of the deadline (or, if it failed, the first
+  /// retry comes halfway to it).
   void activate(std::uint64_t id, clock::time_point sent_at, std::chrono::milliseconds lease,
                 bool renew);
   /// Removes a hold (before its unlock is sent, or after its acquire failed). No callback.
@@ -96,9 +98,9 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
     bool active = false;
     /// A renewal script with this hold was sent and has not been answered.
     bool in_flight = false;
-    /// The queued batch this hold waits in (0: none). A later round may queue it again, sooner
-    /// (an early round after a re-entry with a shorter lease): only the batch named here sends
-    /// it. Retries leave queued holds alone.
+    /// The queued batch this hold waits in (0: none); a batch sends only the holds that name
+    /// it (a round clears the queue, but send_due may have taken a batch out already). Retries
+    /// leave queued holds alone.
     std::uint64_t queued_in = 0;
     /// Failed renewals since the last successful one, and when the next retry is due
     /// (time_point::max(): none; the next round renews it).

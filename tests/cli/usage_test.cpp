@@ -126,7 +126,7 @@ TEST(cli_usage, help_and_man_page_come_from_the_same_text) {
   const auto force_help = run_rlock({"force-unlock", "--help"});
   EXPECT_EQ(force_help.status, 0);
   for (const char* text : {"first live one gets it at once", "next renewal",
-                           "a third of its --watchdog-timeout", "--lease ends"}) {
+                           "half of its --watchdog-timeout", "--lease ends"}) {
     EXPECT_NE(force_help.out.find(text), std::string::npos) << text << "\n" << force_help.out;
   }
   const auto top = run_rlock({"--help"});

@@ -62,8 +62,8 @@ TEST(fault_renewal_outcome, a_renewal_whose_reply_is_lost_does_not_cut_the_owner
 
 // A renewal that fails is retried after min(watchdog timeout / 10, 1 s), later than the end of
 // a short lease a re-entry set meanwhile (Redisson's script sets the re-entry's lease as the
-// TTL). The retry must come before that deadline, not after it: here the renewal that a 900 ms
-// re-entry brings forward (300 ms after it) loses its reply, and a retry 1 s later would find
+// TTL). The retry must come before that deadline, not after it: here the renewal that a 1.2 s
+// re-entry brings forward (400 ms after it) loses its reply, and a retry 1 s later would find
 // the hold already reported lost, with the server healthy and the lock still held.
 TEST(fault_renewal_outcome, a_failed_renewal_of_a_short_lease_is_retried_before_it_ends) {
   test::redis_server server;
@@ -76,7 +76,7 @@ TEST(fault_renewal_outcome, a_failed_renewal_of_a_short_lease_is_retried_before_
   c.execute({"PING"});
   ASSERT_TRUE(test::wait_until([&server] { return connections_settled(server, "short", 2); }, 10s));
   const auto lost = l.loss_token();
-  l.lock(900ms);  // TTL 900 ms; the next round comes 300 ms after this was sent
+  l.lock(1200ms);  // TTL 1.2 s; the next round comes 400 ms after this was sent
   // The next reply is that round's renewal's (its script runs, the reply is lost).
   proxy.set_mode(proxy_mode::drop_one_reply);
   ASSERT_TRUE(test::wait_until([&proxy] { return proxy.stats().replies_dropped == 1; }, 5s));

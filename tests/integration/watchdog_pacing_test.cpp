@@ -213,8 +213,8 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
   config cfg = config_for(server);
   cfg.client_name = "in-flight";
   cfg.connection_pool_size = 2;
-  cfg.lock_watchdog_timeout = 12000ms;  // a round every 4 s; a renewal's deadline 4 s
-  cfg.timeout = 15000ms;                // the BLPOPs below wait up to about 7 s
+  cfg.lock_watchdog_timeout = 18000ms;  // a round every 6 s; a renewal's deadline 6 s
+  cfg.timeout = 20000ms;                // the BLPOPs below wait up to about 9 s
   cfg.ping_connection_interval = 60000ms;
   std::promise<void> a_done;  // before the client, whose shutdown may complete the BLPOPs
   std::promise<void> b_done;
@@ -227,7 +227,7 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
   c.async_execute({"BLPOP", "never:a", "30"}, [&](std::error_code, reply) { a_done.set_value(); });
   c.async_execute({"BLPOP", "never:b", "30"}, [&](std::error_code, reply) { b_done.set_value(); });
   ASSERT_TRUE(wait_until([&] { return blocked_clients(server, cfg.client_name).size() == 2; }, 5s));
-  // The first round (4 s after the acquire) writes its renewal behind one of the BLPOPs.
+  // The first round (6 s after the acquire) writes its renewal behind one of the BLPOPs.
   std::string renewal_conn;
   ASSERT_TRUE(wait_until(
       [&] {
@@ -239,7 +239,7 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
       10s));
   // The re-entry goes to the other connection (the next in turn), behind the other BLPOP.
   const auto t1 = steady::now();
-  l.async_lock(this_thread_owner_id(), 3000ms,
+  l.async_lock(this_thread_owner_id(), 4500ms,
                [&](std::error_code ec) { reentered.set_value(ec); });  // this thread's hold
   auto reentry = reentered.get_future();
   std::string reentry_conn;
@@ -259,11 +259,11 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
     server.cli({"CLIENT", "UNBLOCK", renewal_conn});
     return;
   }
-  ASSERT_FALSE(
-      reentry.get());  // TTL 3 s from t1; the early round at t1 + 1 s skips the hold in flight
-  // The renewal runs after the re-entry and is answered 2 s after t1: a duration (between the
+  // TTL 4.5 s from t1; the early round at t1 + 1.5 s skips the hold in flight.
+  ASSERT_FALSE(reentry.get());
+  // The renewal runs after the re-entry and is answered 2.5 s after t1: a duration (between the
   // early round and the re-entry's deadline), not a wait for an outcome.
-  std::this_thread::sleep_until(t1 + 2000ms);
+  std::this_thread::sleep_until(t1 + 2500ms);
   server.cli({"CLIENT", "UNBLOCK", renewal_conn});
   EXPECT_TRUE(wait_until([&] { return l.valid_until() > steady::now() + 5s; }, 4s))
       << "not renewed before the re-entry's lease ended; lost: " << lost.stop_requested();
