@@ -200,6 +200,16 @@ std::map<std::string, long long> blocked_clients(const redis_server& server,
   return out;
 }
 
+/// The id of a client in `blocked` with a command waiting behind its blocking one, other than
+/// `except` ("" if none).
+std::string with_pending(const std::map<std::string, long long>& blocked,
+                         const std::string& except = {}) {
+  for (const auto& [id, qbuf] : blocked) {
+    if (qbuf > 0 && id != except) return id;
+  }
+  return {};
+}
+
 // With a pool, a renewal may be in flight on one connection while a re-entry with a short
 // lease goes out on the other and is answered first. The early round that re-entry brings
 // forward skips the hold (its renewal is in flight); if the renewal then ran before the
@@ -231,9 +241,7 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
   std::string renewal_conn;
   ASSERT_TRUE(wait_until(
       [&] {
-        for (const auto& [id, qbuf] : blocked_clients(server, cfg.client_name)) {
-          if (qbuf > 0) renewal_conn = id;
-        }
+        renewal_conn = with_pending(blocked_clients(server, cfg.client_name));
         return !renewal_conn.empty();
       },
       10s));
@@ -245,9 +253,7 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
   std::string reentry_conn;
   ASSERT_TRUE(wait_until(
       [&] {
-        for (const auto& [id, qbuf] : blocked_clients(server, cfg.client_name)) {
-          if (qbuf > 0 && id != renewal_conn) reentry_conn = id;
-        }
+        reentry_conn = with_pending(blocked_clients(server, cfg.client_name), renewal_conn);
         return !reentry_conn.empty();
       },
       5s))
