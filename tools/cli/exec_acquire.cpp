@@ -59,6 +59,10 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
   int interrupted_by = 0;
   bool not_a_lock = false;
   for (;;) {
+    // Read before not_a_lock(): one reply sets both, so a probe seen settled here has its verdict
+    // read below. Read after it, a reply landing in between would end the wait on a settled probe
+    // whose verdict was never looked at (an application's hash reported as held, 75, not 65).
+    const bool probe_settled = probe.settled();
     if (!not_a_lock && interrupted_by == 0 && probe.not_a_lock()) {
       not_a_lock = true;
       stop.request_stop();  // the acquire completes with errc::stopped, nothing held
@@ -67,8 +71,8 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
       // A lock found held is reported once the key's first read has told whether it is a lock
       // at all (an application's hash is exit 65, not 75).
       std::lock_guard lk(result->mu);
-      if (result->done && (result->ec || result->acquired || not_a_lock || interrupted_by != 0 ||
-                           probe.settled())) {
+      if (result->done &&
+          (result->ec || result->acquired || not_a_lock || interrupted_by != 0 || probe_settled)) {
         break;
       }
     }
