@@ -30,6 +30,10 @@ TEST(cli_usage, bad_durations_are_usage_errors_with_a_reason) {
       {"87601h", "out of range"},
       {"1.5ms", "finer than the 1ms resolution"},
       {"1.2345s", "more than 3 decimal places"},
+      {"1h1h", "repeats unit 'h'"},
+      {"500ms500ms", "repeats unit 'ms'"},
+      {"30s1m", "has unit 'm' after a smaller one"},
+      {"1h5ms2s", "has unit 's' after a smaller one"},
   };
   for (const auto& [text, reason] : cases) {
     SCOPED_TRACE("--wait '" + text + "'");

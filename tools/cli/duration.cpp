@@ -38,6 +38,7 @@ std::optional<milliseconds> parse_duration(std::string_view text, std::string* w
   const auto max_ns = static_cast<std::uint64_t>(max_duration.count()) * 1'000'000ULL;
   const std::string quoted = "'" + std::string(text) + "'";
   std::uint64_t total_ns = 0;
+  std::uint64_t previous_unit_ns = 0;  // 0 before the first term
   std::size_t i = 0;
   while (i < text.size()) {
     // <digits>[.<digits>]
@@ -77,6 +78,17 @@ std::optional<milliseconds> parse_duration(std::string_view text, std::string* w
       return fail(why, "unknown unit '" + std::string(unit) + "' in duration " + quoted +
                            " (use ms, s, m or h)");
     }
+    // Go's ParseDuration adds up 1h1h to 2h; a repeated or misordered unit is more likely a
+    // typo (1h1m meant, or 1m30s swapped) than a sum, so it is refused.
+    if (previous_unit_ns != 0 && per_unit == previous_unit_ns) {
+      return fail(why, "duration " + quoted + " repeats unit '" + std::string(unit) +
+                           "' (each unit once, largest first, e.g. 1h30m)");
+    }
+    if (previous_unit_ns != 0 && per_unit > previous_unit_ns) {
+      return fail(why, "duration " + quoted + " has unit '" + std::string(unit) +
+                           "' after a smaller one (largest first, e.g. 1m30s)");
+    }
+    previous_unit_ns = per_unit;
     if (whole > max_ns / per_unit) {
       return fail(why, "duration " + quoted + " is out of range (at most 87600h)");
     }

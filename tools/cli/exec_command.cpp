@@ -61,7 +61,8 @@ constexpr const char* footer_text =
     "interrupted by signal N while waiting. An ACL user without PUBLISH releases the lock\n"
     "but cannot notify its waiters: rlock warns and exits with the command's status.\n"
     "\n"
-    "Durations: 250ms, 10s, 1.5s, 2m, 1h, 1h30m (units ms, s, m, h; up to 3 decimals).\n";
+    "Durations: 250ms, 10s, 1.5s, 2m, 1h, 1h30m (units ms, s, m, h, each once and largest\n"
+    "first; up to 3 decimals).\n";
 
 /// The fencing token of the hold, for $RLOCK_TOKEN. This is the hook for fenced locks
 /// (Redisson's RFencedLock returns a token with each acquire): the reentrant lock has no token,
