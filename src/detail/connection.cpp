@@ -24,6 +24,21 @@ exec_result failure(std::error_code ec, bool written, std::string detail = {}) {
   return r;
 }
 
+/// Which step a connect timeout cut short, for its message.
+const char* unfinished_step(transport::connect_phase phase) {
+  switch (phase) {
+    case transport::connect_phase::resolving:
+      return "resolving the host name";
+    case transport::connect_phase::connecting:
+      return "before the connection was accepted";
+    case transport::connect_phase::handshaking:
+      return "in the TLS handshake";
+    case transport::connect_phase::connected:
+      break;
+  }
+  return "with no answer to its setup commands";
+}
+
 }  // namespace
 
 connection::connection(asio::io_context& io, connection_options opts, handlers h)
@@ -80,7 +95,8 @@ void connection::do_connect() {
   connect_timer_.async_wait([self = shared_from_this(), gen](std::error_code ec) {
     if (ec) return;  // cancelled: connected or closed
     self->setup_failed(gen, make_error_code(errc::timeout),
-                       "connecting to " + self->opts_.address.to_string() + " timed out");
+                       "connecting to " + self->opts_.address.to_string() + " timed out " +
+                           unfinished_step(self->transport_.phase()));
   });
   transport_.async_connect(
       opts_.address, opts_.tls_context, opts_.tls,

@@ -62,6 +62,7 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
                               const tls_options& opts, connect_handler done) {
   close();
   if (addr.kind == server_address::scheme::unix_socket) {
+    phase_ = connect_phase::connecting;
     auto& s = stream_.emplace<unix_socket>(ex_);
     if (const std::error_code oec = open_cloexec(s, asio::local::stream_protocol())) {
       asio::post(ex_, [done = std::move(done), addr, oec] {
@@ -70,15 +71,17 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
       return;
     }
     s.async_connect(asio::local::stream_protocol::endpoint(addr.path),
-                    [done = std::move(done), addr](std::error_code ec) {
+                    [this, done = std::move(done), addr](std::error_code ec) {
                       if (ec) {
                         done(make_error_code(errc::connection_refused), describe(ec, addr));
                       } else {
+                        phase_ = connect_phase::connected;
                         done({}, {});
                       }
                     });
     return;
   }
+  phase_ = connect_phase::resolving;
   const bool use_tls = addr.kind == server_address::scheme::rediss;
   const std::string sni = opts.server_name.empty() ? addr.host : opts.server_name;
   const bool verify = opts.verify_peer;
@@ -91,6 +94,7 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
           done(make_error_code(errc::connection_refused), "cannot resolve " + describe(ec, addr));
           return;
         }
+        phase_ = connect_phase::connecting;
         auto on_connected = [this, addr, use_tls, sni, verify, tls,
                              done = std::move(done)](std::error_code cec) mutable {
           if (cec) {
@@ -100,6 +104,7 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
           if (!use_tls) {
             std::error_code ignored;
             std::get<tcp::socket>(stream_).set_option(tcp::no_delay(true), ignored);
+            phase_ = connect_phase::connected;
             done({}, {});
             return;
           }
@@ -137,21 +142,23 @@ void transport::async_connect(const server_address& addr, std::shared_ptr<asio::
             }
           }
           stream_ = s;
-          s->async_handshake(asio::ssl::stream_base::client,
-                             [done = std::move(done), addr, tls, s, verify](std::error_code hec) {
-                               if (hec) {
-                                 std::string why = "TLS handshake with " + describe(hec, addr);
-                                 const long verified = SSL_get_verify_result(s->native_handle());
-                                 if (verify && verified != X509_V_OK) {
-                                   why += " (server certificate: ";
-                                   why += X509_verify_cert_error_string(verified);
-                                   why += ")";
-                                 }
-                                 done(make_error_code(errc::tls_error), why);
-                               } else {
-                                 done({}, {});
-                               }
-                             });
+          phase_ = connect_phase::handshaking;
+          s->async_handshake(asio::ssl::stream_base::client, [this, done = std::move(done), addr,
+                                                              tls, s, verify](std::error_code hec) {
+            if (hec) {
+              std::string why = "TLS handshake with " + describe(hec, addr);
+              const long verified = SSL_get_verify_result(s->native_handle());
+              if (verify && verified != X509_V_OK) {
+                why += " (server certificate: ";
+                why += X509_verify_cert_error_string(verified);
+                why += ")";
+              }
+              done(make_error_code(errc::tls_error), why);
+            } else {
+              phase_ = connect_phase::connected;
+              done({}, {});
+            }
+          });
         };
         auto eps =
             std::make_shared<const std::vector<tcp::endpoint>>(results.begin(), results.end());

@@ -29,7 +29,14 @@ class transport {
   /// Completion of async_connect: error, and a human-readable detail on failure.
   using connect_handler = std::function<void(std::error_code, std::string)>;
 
+  /// How far the latest async_connect got: a connect timeout's message names the step that
+  /// did not finish (a TLS handshake that never ends suggests a plaintext port; a name that
+  /// never resolves or a SYN never answered does not).
+  enum class connect_phase { resolving, connecting, handshaking, connected };
+
   explicit transport(executor ex) : ex_(std::move(ex)), resolver_(ex_) {}
+
+  [[nodiscard]] connect_phase phase() const { return phase_; }
 
   /// Resolves, connects and (for rediss://) performs the TLS handshake. Errors are mapped to
   /// errc::connection_refused (unreachable, refused, DNS) and errc::tls_error (handshake).
@@ -114,6 +121,7 @@ class transport {
 
   executor ex_;
   std::atomic<std::uint64_t> connect_gen_{0};
+  connect_phase phase_ = connect_phase::resolving;
   tcp::resolver resolver_;
   std::variant<std::monostate, tcp::socket, std::shared_ptr<tls_stream>, unix_socket> stream_;
 };

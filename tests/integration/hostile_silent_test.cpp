@@ -51,6 +51,31 @@ TEST_P(hostile_silent, every_call_times_out_within_its_deadline) {
   }
 }
 
+// A connect timeout says which step it cut short: a TLS handshake that never ends (a plaintext
+// port, say) reads differently from a server that accepted the connection and then answered
+// nothing, so that a user can tell one from the other.
+TEST(hostile_silent_connect, a_connect_timeout_names_the_step_it_cut_short) {
+  loopback_listener server(listener_behaviour::silent);
+  const std::string plain_url = server.url();
+  ASSERT_EQ(plain_url.rfind("redis://", 0), 0U) << plain_url;
+  const std::string tls_url = "rediss://" + plain_url.substr(std::string("redis://").size());
+  for (const std::string& url : {plain_url, tls_url}) {
+    SCOPED_TRACE(url);
+    config cfg = config_for_listener(url, 5000ms);
+    cfg.connect_timeout = 300ms;
+    cfg.retry_attempts = 1;
+    cfg.tls.verify_peer = false;
+    client c(cfg);
+    const outcome ping = run_bounded([&] { return c.execute({"PING"}).str() == "PONG"; });
+    EXPECT_EQ(ping.ec, errc::timeout) << ping.what;
+    EXPECT_NE(ping.what.find("timed out"), std::string::npos) << ping.what;
+    const bool tls = url == tls_url;
+    EXPECT_EQ(ping.what.find("in the TLS handshake") != std::string::npos, tls) << ping.what;
+    EXPECT_EQ(ping.what.find("with no answer to its setup commands") != std::string::npos, !tls)
+        << ping.what;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(behaviours, hostile_silent,
                          ::testing::Values(listener_behaviour::silent,
                                            listener_behaviour::never_read),
