@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "faults/fault_proxy.hpp"
+#include "support/client_list.hpp"
 #include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
 #include "support/wait.hpp"
@@ -24,11 +25,7 @@ using steady = std::chrono::steady_clock;
 
 // Connections the server has for clients named `name` (external state: CLIENT LIST).
 long long clients_named(const test::redis_server& server, const std::string& name) {
-  const std::string list = server.cli({"CLIENT", "LIST"});
-  const std::string tag = " name=" + name + " ";
-  long long n = 0;
-  for (auto pos = list.find(tag); pos != std::string::npos; pos = list.find(tag, pos + 1)) ++n;
-  return n;
+  return static_cast<long long>(test::client_list(server, name).size());
 }
 
 TEST(fault_acquire_undo, a_stale_undo_does_not_release_a_later_acquire_of_the_same_owner) {

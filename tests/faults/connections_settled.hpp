@@ -5,24 +5,19 @@
 // proxy wait for this first, so that the reply dropped is not a setup reply.
 #pragma once
 
-#include <string>
+#include <algorithm>
 #include <string_view>
 
+#include "support/client_list.hpp"
 #include "support/redis_server.hpp"
 
 namespace rlock::faults {
 
 inline bool connections_settled(const test::redis_server& server, std::string_view name, int n) {
-  const std::string list = server.cli({"CLIENT", "LIST"});
-  const std::string tag = " name=" + std::string(name) + " ";
-  int settled = 0;
-  for (std::size_t at = list.find(tag); at != std::string::npos; at = list.find(tag, at + 1)) {
-    const std::string line = list.substr(at, list.find('\n', at) - at);
-    if (line.find(" cmd=ping ") != std::string::npos &&
-        line.find(" obl=0 oll=0 ") != std::string::npos) {
-      ++settled;
-    }
-  }
+  const auto clients = test::client_list(server, name);
+  const auto settled = std::count_if(clients.begin(), clients.end(), [](const auto& c) {
+    return c.at("cmd") == "ping" && c.at("obl") == "0" && c.at("oll") == "0";
+  });
   return settled == n;
 }
 

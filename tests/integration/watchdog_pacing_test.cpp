@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -16,6 +15,7 @@
 
 #include "common.hpp"
 #include "detail/lock_scripts.hpp"
+#include "support/client_list.hpp"
 #include "support/raw_client.hpp"
 #include "support/wait.hpp"
 
@@ -180,36 +180,6 @@ TEST(watchdog_pacing, a_queued_hold_re_entered_with_a_short_lease_is_renewed_in_
   for (auto& l : held) l.unlock_or_throw();
 }
 
-/// The clients named `name` blocked in a command (flags b), by id, with their query buffers
-/// (what they sent that waits behind the blocking command).
-std::map<std::string, long long> blocked_clients(const redis_server& server,
-                                                 const std::string& name) {
-  std::map<std::string, long long> out;
-  std::istringstream lines(server.cli({"CLIENT", "LIST"}));
-  for (std::string line; std::getline(lines, line);) {
-    std::map<std::string, std::string> f;
-    std::istringstream words(line);
-    for (std::string w; words >> w;) {
-      const auto eq = w.find('=');
-      if (eq != std::string::npos) f[w.substr(0, eq)] = w.substr(eq + 1);
-    }
-    if (f["name"] == name && f["flags"].find('b') != std::string::npos) {
-      out[f["id"]] = std::stoll(f["qbuf"]);
-    }
-  }
-  return out;
-}
-
-/// The id of a client in `blocked` with a command waiting behind its blocking one, other than
-/// `except` ("" if none).
-std::string with_pending(const std::map<std::string, long long>& blocked,
-                         const std::string& except = {}) {
-  for (const auto& [id, qbuf] : blocked) {
-    if (qbuf > 0 && id != except) return id;
-  }
-  return {};
-}
-
 // With a pool, a renewal may be in flight on one connection while a re-entry with a short
 // lease goes out on the other and is answered first. The early round that re-entry brings
 // forward skips the hold (its renewal is in flight); if the renewal then ran before the
@@ -241,7 +211,7 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
   std::string renewal_conn;
   ASSERT_TRUE(wait_until(
       [&] {
-        renewal_conn = with_pending(blocked_clients(server, cfg.client_name));
+        renewal_conn = blocked_with_pending(server, cfg.client_name);
         return !renewal_conn.empty();
       },
       10s));
@@ -253,7 +223,7 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
   std::string reentry_conn;
   ASSERT_TRUE(wait_until(
       [&] {
-        reentry_conn = with_pending(blocked_clients(server, cfg.client_name), renewal_conn);
+        reentry_conn = blocked_with_pending(server, cfg.client_name, renewal_conn);
         return !reentry_conn.empty();
       },
       5s))
