@@ -42,6 +42,7 @@ void watchdog::activate(std::uint64_t id, clock::time_point sent_at,
   hold& h = it->second;
   h.active = true;
   h.renew = h.renew || renew;
+  h.activation_seen_at = clock::now();
   if (sent_at >= h.activated_at) {
     h.valid_until = sent_at + lease;
     h.activated_at = sent_at;
@@ -270,9 +271,13 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
         // An acquire sent after this renewal may have run before it (another connection of a
         // pool) or after it and set a shorter lease: then the earlier of the two counts. On one
         // connection a script sent before ran before, and the renewal never shortens a TTL:
-        // a longer lease it set (an inner hold's) still holds. With a pool it may have run
-        // after, and set a shorter one.
-        if (h.activated_at > sent_at) {
+        // a longer lease it set (an inner hold's) still holds. With a pool, a script sent
+        // before but answered after this renewal was sent may also have run after it: the
+        // earlier of the two counts then too (otherwise valid_until could pass the server's
+        // expiry). Only one answered before this renewal was sent surely ran before it.
+        const bool raced =
+            h.activated_at > sent_at || (!ordered_ && h.activation_seen_at > sent_at);
+        if (raced) {
           h.valid_until = std::min(h.valid_until, sent_at + timeout_);
         } else if (ordered_) {
           h.valid_until = std::max(h.valid_until, sent_at + timeout_);
@@ -283,7 +288,7 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
         // sent meanwhile set a shorter lease, its deadline can come before the next round:
         // bring that round forward, as activate() does (a third of what is left). Only then:
         // a renewal that was merely slow must not make rounds come more often.
-        if (h.renew && h.activated_at > sent_at && h.valid_until > now) {
+        if (h.renew && raced && h.valid_until > now) {
           arm_locked(round_, now + (h.valid_until - now) / 3, &watchdog::run_round);
         }
       } else {

@@ -109,6 +109,10 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
     clock::time_point valid_until = clock::time_point::min();
     /// Send time of the last acquire or unlock that set the lease (activate()).
     clock::time_point activated_at = clock::time_point::min();
+    /// When activate() last ran (that script's reply had come). A renewal sent before then may
+    /// have run before or after that script (with a pool, on another connection), even if the
+    /// script was sent first.
+    clock::time_point activation_seen_at = clock::time_point::min();
     loss_callback on_loss;
   };
   /// One timer and the time it is armed for (time_point::max(): not armed).
