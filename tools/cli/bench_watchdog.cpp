@@ -28,7 +28,6 @@ struct probe_result {
   latency_histogram histogram{};  ///< the cycles that count: all when idle, the round's else
   long long cycles = 0;           ///< every cycle run
   long long scripts = 0;          ///< EVALSHA + EVAL on the server meanwhile (idle only)
-  long long cpu_ns = 0;           ///< process CPU time meanwhile
   bool round_seen = false;        ///< every script of the renewal round was seen
   clock::duration round_span{};   ///< from the poll before its first script to the poll after
                                   ///< its last
@@ -47,7 +46,6 @@ probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds l
   constexpr auto poll = milliseconds(2);
   probe_result r;
   const command_counts before = read_commandstats(client);
-  const long long cpu0 = process_cpu_ns();
   std::vector<std::pair<clock::time_point, clock::time_point>> cycles;
   auto last_poll = clock::now();
   auto quiet_until = last_poll;  // the last poll that saw no renewal script
@@ -70,7 +68,6 @@ probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds l
       break;
     }
   }
-  r.cpu_ns = process_cpu_ns() - cpu0;
   // Per-cycle costs come from the idle probe only.
   if (round_scripts == 0) r.scripts = scripts_run(command_delta(before, read_commandstats(client)));
   r.cycles = static_cast<long long>(cycles.size());
@@ -97,12 +94,12 @@ void add_watchdog_options(CLI::App& sub, watchdog_options& opts) {
                       "The client's lock_watchdog_timeout", duration_bound::positive);
   sub.footer(
       "One client takes N locks without a lease and holds them for K renewal periods\n"
-      "(timeout/3). Renewal scripts per period: EVALSHA delta of INFO commandstats minus the\n"
-      "latency probe's own scripts. CPU: user+sys of this process minus the probe's. The\n"
+      "(timeout/3). Renewal scripts per period: EVALSHA delta of INFO commandstats over the K\n"
+      "periods, with nothing else running; CPU: user+sys of this process over them. The\n"
       "probe (lock with a lease + unlock on another name, back to back) gives the lock latency\n"
-      "p99 before the locks are taken (1 s), and while one renewal round runs (its batches\n"
-      "spread over half a period): only the cycles that overlap the round, found by following\n"
-      "the server's script count. All keys must be gone at the end.\n");
+      "p99 before the locks are taken (3 s), and, after the K periods, while one renewal\n"
+      "round runs (its batches spread over half a period): only the cycles that overlap the\n"
+      "round, found by following the server's script count. All keys must be gone at the end.\n");
 }
 
 bench_report run_watchdog(const watchdog_options& o, const connection_options& conn) {
@@ -119,11 +116,9 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   // 1. Idle.
   const process_status before = read_process_status();
   const probe_result idle =
-      run_probe(client, probe, probe_lease, clock::now() + milliseconds(1000), 0, 0.0);
+      run_probe(client, probe, probe_lease, clock::now() + milliseconds(3000), 0, 0.0);
   const double probe_scripts_per_cycle =
       per(static_cast<double>(idle.scripts), static_cast<double>(idle.cycles));
-  const double probe_cpu_per_cycle =
-      per(static_cast<double>(idle.cpu_ns), static_cast<double>(idle.cycles));
 
   // 2. Take the locks.
   bench_lock_set locks(client, prefix, "w", static_cast<std::size_t>(o.locks));
@@ -134,43 +129,34 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
                "only " + std::to_string(held) + " of " + std::to_string(o.locks) + " locks taken" +
                    (locks.first_error().empty() ? "" : ": " + locks.first_error()));
 
-  // 3. Hold for K periods, away from the renewal rounds (one a period, due `period` after the
-  // previous, the first after the first acquire; a round spreads its batches over the first
-  // half of its period): windows start 3/4 of a period after a round, in the quiet half. The
-  // first K-1 periods are quiet (only the watchdog works: its CPU time), the probe runs in the
-  // last one, from shortly before its round until the round has run.
-  auto window_start = first_acquire + period * 3 / 4;
+  // 3. Hold for K periods, then probe one round. Rounds come one a period, due `period` after
+  // the previous, the first a period after the first acquire, and a round spreads its batches
+  // over the first half of its period. The quiet window (K periods from 3/4 of a period after
+  // the first round or a later one, in a quiet half) counts K rounds' scripts and the watchdog's
+  // CPU time, with nothing else running; the probe then runs from shortly before the next round
+  // until all of that round's scripts have run.
+  auto window_start = first_acquire + period * 7 / 4;
   while (window_start < clock::now()) window_start += period;
   std::this_thread::sleep_until(window_start);
   const auto window_end = window_start + o.periods * period;
   const command_counts quiet_before = read_commandstats(client);
   const long long quiet_cpu0 = process_cpu_ns();
-  std::this_thread::sleep_until(window_end - period);
-  const long long quiet_cpu_ns = process_cpu_ns() - quiet_cpu0;
+  std::this_thread::sleep_until(window_end);
+  const long long renewal_cpu = process_cpu_ns() - quiet_cpu0;
   const process_status holding = read_process_status();
-  const command_counts last_before = read_commandstats(client);
-  const long long quiet_scripts = scripts_run(command_delta(quiet_before, last_before));
-  const long long last_cpu0 = process_cpu_ns();
-  const auto round_due = window_end - period * 3 / 4;
+  const long long renewal_scripts =
+      scripts_run(command_delta(quiet_before, read_commandstats(client)));
+  const auto round_due = window_end + period / 4;
   const auto lead = std::min<clock::duration>(period / 4, milliseconds(200));
   std::this_thread::sleep_until(round_due - lead);
   const auto batch = static_cast<long long>(std::max(1, cfg.lock_watchdog_batch_size));
   const long long round_scripts = (static_cast<long long>(held) + batch - 1) / batch;
-  const probe_result renewing = run_probe(client, probe, probe_lease, window_end - period / 8,
+  const probe_result renewing = run_probe(client, probe, probe_lease, round_due + period * 3 / 4,
                                           round_scripts, probe_scripts_per_cycle);
-  std::this_thread::sleep_until(window_end);
-  const long long last_cpu_ns = process_cpu_ns() - last_cpu0;
-  const long long last_scripts = scripts_run(command_delta(last_before, read_commandstats(client)));
   report.check(held == 0 || renewing.round_seen, "the probe did not see a whole renewal round (" +
                                                      std::to_string(round_scripts) +
-                                                     " scripts) in the last period");
-  const double probe_scripts = static_cast<double>(renewing.cycles) * probe_scripts_per_cycle;
-  const double renewal_scripts = static_cast<double>(quiet_scripts + last_scripts) - probe_scripts;
-  const bool cpu_estimated = o.periods == 1;  // no quiet period: subtract the probe's share
-  const double renewal_cpu_ns =
-      cpu_estimated ? std::max(0.0, static_cast<double>(last_cpu_ns) -
-                                        static_cast<double>(renewing.cycles) * probe_cpu_per_cycle)
-                    : static_cast<double>(quiet_cpu_ns) / (o.periods - 1);
+                                                     " scripts) in its period");
+  const auto renewal_cpu_ns = static_cast<double>(renewal_cpu);
 
   // 4. Release and check.
   const std::size_t released =
@@ -202,8 +188,8 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
       .add("locks", o.locks)
       .add("periods", o.periods)
       .add("watchdog_timeout_ms", static_cast<long long>(o.watchdog_timeout.count()))
-      .add("renewal_scripts_per_period", renewal_scripts / k, 2)
-      .add("cpu_ms_per_period", renewal_cpu_ns / 1e6, 3)
+      .add("renewal_scripts_per_period", static_cast<double>(renewal_scripts) / k, 2)
+      .add("cpu_ms_per_period", renewal_cpu_ns / k / 1e6, 3)
       .add("rss_kib", rss)
       .add("lock_latency_p99_us", latency)
       .add("lock_latency_p999_us", latency_p999)
@@ -216,18 +202,15 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
       .add("unlock_latches_left", left.unlock_latches)
       .add("locks_taken", static_cast<long long>(held))
       .add("probe_cycles", renewing.cycles)
-      .add("probe_scripts", probe_scripts, 1)
-      .add("cpu_estimated", cpu_estimated)
       .add("threads", holding.threads);
 
   std::ostringstream text;
   text << "watchdog: " << o.locks << " locks held for " << o.periods << " renewal period(s) of "
        << format_duration(period) << " (lock_watchdog_timeout "
        << format_duration(o.watchdog_timeout) << ")\n"
-       << "  renewal scripts per period " << json_number(renewal_scripts / k, 2) << " ("
-       << json_number(probe_scripts, 0) << " probe scripts subtracted)\n"
-       << "  client CPU per period      " << json_number(renewal_cpu_ns / 1e6, 2) << " ms"
-       << (cpu_estimated ? " (estimated: the probe's CPU subtracted)" : "") << "\n"
+       << "  renewal scripts per period "
+       << json_number(static_cast<double>(renewal_scripts) / k, 2) << "\n"
+       << "  client CPU per period      " << json_number(renewal_cpu_ns / k / 1e6, 2) << " ms\n"
        << "  RSS                        " << before.rss_kib << " KiB before, " << holding.rss_kib
        << " KiB holding\n"
        << "  lock+unlock p99            " << format_latency_ns(idle_p99) << " idle ("
