@@ -2,7 +2,6 @@
 // API and the fault proxy only).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <future>
 #include <rlock/client.hpp>
 #include <string>
@@ -10,6 +9,7 @@
 
 #include "faults/connections_settled.hpp"
 #include "faults/fault_proxy.hpp"
+#include "support/blocked_pool.hpp"
 #include "support/client_list.hpp"
 #include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
@@ -117,18 +117,13 @@ TEST(fault_renewal_outcome, a_re_entry_run_after_a_renewal_sent_after_it_bounds_
   cfg.lock_watchdog_timeout = 18000ms;  // a round every 6 s
   cfg.timeout = 20000ms;                // the BLPOPs below wait up to about 8 s
   cfg.ping_connection_interval = 60000ms;
-  std::promise<void> a_done;  // before the client, whose shutdown may complete the BLPOPs
-  std::promise<void> b_done;
+  test::blocked_pool blocks;  // before the client, whose shutdown may complete the BLPOPs
   std::promise<std::error_code> reentered;
   client c(cfg);
   rlock::lock l = c.get_lock("raced");
   l.lock();
   const auto lost = l.loss_token();
-  // Two requests in a row go to the two connections (round robin); each blocks its connection.
-  c.async_execute({"BLPOP", "never:a", "30"}, [&](std::error_code, reply) { a_done.set_value(); });
-  c.async_execute({"BLPOP", "never:b", "30"}, [&](std::error_code, reply) { b_done.set_value(); });
-  ASSERT_TRUE(
-      test::wait_until([&] { return test::blocked_clients(server, "raced").size() == 2; }, 5s));
+  ASSERT_TRUE(blocks.block(c, server, "raced"));
   // The re-entry (10 s lease) waits behind one BLPOP, the first round's renewal (6 s after the
   // acquire) behind the other.
   l.async_lock(rlock::this_thread_owner_id(), 10000ms,
@@ -168,8 +163,7 @@ TEST(fault_renewal_outcome, a_re_entry_run_after_a_renewal_sent_after_it_bounds_
       << std::chrono::duration_cast<std::chrono::milliseconds>(valid_until - server_expiry).count()
       << " ms past the server's expiry";
   EXPECT_FALSE(lost.stop_requested()) << "reported lost with the server healthy";
-  a_done.get_future().wait();
-  b_done.get_future().wait();
+  blocks.wait();
   l.unlock_or_throw();
   l.unlock_or_throw();
 }

@@ -15,6 +15,7 @@
 
 #include "common.hpp"
 #include "detail/lock_scripts.hpp"
+#include "support/blocked_pool.hpp"
 #include "support/client_list.hpp"
 #include "support/raw_client.hpp"
 #include "support/wait.hpp"
@@ -196,17 +197,13 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
   cfg.lock_watchdog_timeout = 18000ms;  // a round every 6 s; a renewal's deadline 6 s
   cfg.timeout = 20000ms;                // the BLPOPs below wait up to about 9 s
   cfg.ping_connection_interval = 60000ms;
-  std::promise<void> a_done;  // before the client, whose shutdown may complete the BLPOPs
-  std::promise<void> b_done;
+  blocked_pool blocks;  // before the client, whose shutdown may complete the BLPOPs
   std::promise<std::error_code> reentered;
   client c(cfg);
   auto l = c.get_lock("in-flight");
   l.lock();
   const auto lost = l.loss_token();
-  // Two requests in a row go to the two connections (round robin); each blocks its connection.
-  c.async_execute({"BLPOP", "never:a", "30"}, [&](std::error_code, reply) { a_done.set_value(); });
-  c.async_execute({"BLPOP", "never:b", "30"}, [&](std::error_code, reply) { b_done.set_value(); });
-  ASSERT_TRUE(wait_until([&] { return blocked_clients(server, cfg.client_name).size() == 2; }, 5s));
+  ASSERT_TRUE(blocks.block(c, server, cfg.client_name));
   // The first round (6 s after the acquire) writes its renewal behind one of the BLPOPs.
   std::string renewal_conn;
   ASSERT_TRUE(wait_until(
@@ -245,8 +242,7 @@ TEST(watchdog_pacing, a_hold_whose_renewal_is_in_flight_at_an_early_round_is_ren
       << "not renewed before the re-entry's lease ended; lost: " << lost.stop_requested();
   EXPECT_FALSE(lost.stop_requested()) << "reported lost with the server healthy";
   EXPECT_GT(std::stoll(server.cli({"PTTL", "in-flight"})), 5000);
-  a_done.get_future().wait();
-  b_done.get_future().wait();
+  blocks.wait();
   l.unlock_or_throw();
   l.unlock_or_throw();
 }

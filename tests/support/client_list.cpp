@@ -15,7 +15,8 @@ std::vector<client_fields> client_list(const redis_server& server, std::string_v
       if (eq != std::string::npos) f.emplace(w.substr(0, eq), w.substr(eq + 1));
     }
     if (f.empty()) continue;
-    if (name.empty() || (f.contains("name") && f.find("name")->second == name)) {
+    const auto named = f.find("name");
+    if (name.empty() || (named != f.end() && named->second == name)) {
       out.push_back(std::move(f));
     }
   }

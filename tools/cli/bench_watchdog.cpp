@@ -142,7 +142,7 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   const command_counts quiet_before = read_commandstats(client);
   const long long quiet_cpu0 = process_cpu_ns();
   std::this_thread::sleep_until(window_end);
-  const long long renewal_cpu = process_cpu_ns() - quiet_cpu0;
+  const auto renewal_cpu_ns = static_cast<double>(process_cpu_ns() - quiet_cpu0);
   const process_status holding = read_process_status();
   const long long renewal_scripts =
       scripts_run(command_delta(quiet_before, read_commandstats(client)));
@@ -156,7 +156,6 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   report.check(held == 0 || renewing.round_seen, "the probe did not see a whole renewal round (" +
                                                      std::to_string(round_scripts) +
                                                      " scripts) in its period");
-  const auto renewal_cpu_ns = static_cast<double>(renewal_cpu);
 
   // 4. Release and check.
   const std::size_t released =
