@@ -76,6 +76,15 @@ const config& client::get_config() const {
 client::executor_type client::get_executor() const {
   return core_->io().get_executor();
 }
+connection_status client::status() const {
+  if (!core_) {
+    return {.connected = false,
+            .error = make_error_code(errc::shutdown),
+            .detail = "a moved-from client"};
+  }
+  return core_->status();
+}
+
 void client::shutdown() {
   if (locks_) locks_->shutdown();
   if (core_) core_->shutdown();

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "rlock/config.hpp"
+#include "rlock/connection_status.hpp"
 #include "rlock/detail/handler_dispatch.hpp"
 #include "rlock/error.hpp"
 #include "rlock/lock.hpp"
@@ -148,6 +149,10 @@ class client {
       throw;
     }
   }
+
+  /// The state of the client's command connections now. Never blocks and sends nothing; after
+  /// shutdown() it reports not connected with errc::shutdown.
+  connection_status status() const;
 
   /// Fails pending work with errc::shutdown and stops the I/O threads. Idempotent; the
   /// destructor calls it. Afterwards every call on this client and its locks fails with

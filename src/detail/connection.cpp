@@ -73,6 +73,11 @@ std::error_code connection::last_error() const {
   return last_error_;
 }
 
+std::pair<std::error_code, std::string> connection::last_failure() const {
+  std::lock_guard lk(mu_);
+  return {last_error_, last_error_detail_};
+}
+
 void connection::run(completions& c) {
   for (auto& [cb, res] : c) {
     if (cb) cb(std::move(res));

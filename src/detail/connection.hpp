@@ -122,6 +122,8 @@ class connection : public std::enable_shared_from_this<connection> {
   state current_state() const;
   /// The error of the last failed connect, if the connection is not ready.
   std::error_code last_error() const;
+  /// last_error() and its description, read together.
+  std::pair<std::error_code, std::string> last_failure() const;
   const server_address& address() const { return opts_.address; }
 
  private:

@@ -4,6 +4,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "detail/backoff.hpp"
@@ -57,6 +58,16 @@ connection& node::pick() {
 subscriber& node::subscriber_for(std::string_view channel) {
   if (subs_.size() == 1) return *subs_.front();
   return *subs_[std::hash<std::string_view>{}(channel) % subs_.size()];
+}
+
+connection_status node::status() const {
+  connection_status out;
+  for (const auto& c : conns_) {
+    if (c->current_state() == connection::state::ready)
+      return {.connected = true, .error = {}, .detail = {}};
+    if (!out.error) std::tie(out.error, out.detail) = c->last_failure();
+  }
+  return out;
 }
 
 // ---- core ----
@@ -188,6 +199,15 @@ void core::check_blocking_allowed() const {
 
 node& core::node_for(std::string_view /*key*/) {
   return *node_;
+}
+
+connection_status core::status() const {
+  if (closed_.load()) {
+    return {.connected = false,
+            .error = make_error_code(errc::shutdown),
+            .detail = "the client was shut down"};
+  }
+  return node_->status();
 }
 
 void core::shutdown() {

@@ -19,6 +19,7 @@
 #include "detail/connection.hpp"
 #include "detail/subscriber.hpp"
 #include "rlock/config.hpp"
+#include "rlock/connection_status.hpp"
 #include "rlock/script.hpp"
 
 namespace rlock::detail {
@@ -51,6 +52,8 @@ class node {
   connection& pick();
   /// The subscriber that carries `channel` (stable for a given channel).
   subscriber& subscriber_for(std::string_view channel);
+  /// Connected if any command connection is ready; otherwise the first recorded failure.
+  connection_status status() const;
 
  private:
   std::vector<std::shared_ptr<connection>> conns_;
@@ -98,6 +101,8 @@ class core : public std::enable_shared_from_this<core> {
 
   /// The node that owns `key`.
   node& node_for(std::string_view key);
+  /// The state of the command connections (errc::shutdown once shut down).
+  connection_status status() const;
 
  private:
   struct attempt;

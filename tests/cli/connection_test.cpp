@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli_harness.hpp"
+#include "support/loopback_listener.hpp"
 #include "support/misconf.hpp"
 #include "support/redis_server.hpp"
 #include "support/temp_dir.hpp"
@@ -242,7 +243,8 @@ TEST(cli_connection, a_tls_file_that_cannot_be_loaded_exits_66) {
 }
 
 // The wrong scheme for the port gets a hint: a TLS port resets a plaintext client, and a
-// plaintext port does not complete a TLS handshake.
+// plaintext port does not complete a TLS handshake. A host that never accepts the connection
+// gets no such hint: the message names the step instead.
 TEST(cli_connection, the_wrong_scheme_for_the_port_gets_a_hint) {
   redis_server tls_server(server_options{.tls = true});
   const auto plain_to_tls =
@@ -258,6 +260,16 @@ TEST(cli_connection, the_wrong_scheme_for_the_port_gets_a_hint) {
   EXPECT_EQ(tls_to_plain.status, 69) << tls_to_plain.err;
   EXPECT_NE(tls_to_plain.err.find("is this a plaintext port? use redis://"), std::string::npos)
       << tls_to_plain.err;
+  EXPECT_NE(tls_to_plain.err.find("in the TLS handshake"), std::string::npos) << tls_to_plain.err;
+  loopback_listener dropping(listener_behaviour::never_accept);
+  const auto tls_to_nothing =
+      run_rlock({"status", "t", "--url", "rediss://127.0.0.1:" + std::to_string(dropping.port()),
+                 "--tls-insecure", "--connect-timeout", "1s"});
+  EXPECT_EQ(tls_to_nothing.status, 69) << tls_to_nothing.err;
+  EXPECT_NE(tls_to_nothing.err.find("before the connection was accepted"), std::string::npos)
+      << tls_to_nothing.err;
+  EXPECT_EQ(tls_to_nothing.err.find("is this a plaintext port"), std::string::npos)
+      << tls_to_nothing.err;
 }
 
 }  // namespace

@@ -148,6 +148,25 @@ TEST(connection, a_failed_setup_step_is_named_in_the_error_and_the_async_reply) 
   EXPECT_EQ(ec, errc::server_error);
   EXPECT_NE(text.find("SELECT failed during connection setup: ERR DB index"), std::string::npos)
       << text;
+  const connection_status st = c.status();
+  EXPECT_FALSE(st.connected);
+  EXPECT_EQ(st.error, errc::server_error);
+  EXPECT_NE(st.detail.find("SELECT failed during connection setup"), std::string::npos)
+      << st.detail;
+}
+
+TEST(connection, status_tells_a_working_link_from_a_shut_down_client) {
+  redis_server server;
+  client c(config_for(server));
+  EXPECT_EQ(c.execute({"PING"}).str(), "PONG");
+  const connection_status up = c.status();
+  EXPECT_TRUE(up.connected);
+  EXPECT_FALSE(up.error) << up.error.message();
+  EXPECT_TRUE(up.detail.empty()) << up.detail;
+  c.shutdown();
+  const connection_status down = c.status();
+  EXPECT_FALSE(down.connected);
+  EXPECT_EQ(down.error, errc::shutdown);
 }
 
 // maxclients reached is not a configuration error: the request waits (retried within its

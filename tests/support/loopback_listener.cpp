@@ -1,5 +1,5 @@
-// loopback_listener: accept-and-close, accept-and-silence and accept-and-never-read servers on
-// loopback (see the header for the guarantees).
+// loopback_listener: accept-and-close, accept-and-silence, accept-and-never-read and
+// never-accept servers on loopback (see the header for the guarantees).
 #include "support/loopback_listener.hpp"
 
 #include <arpa/inet.h>
@@ -55,7 +55,8 @@ struct loopback_listener::state {
     for (;;) {
       std::vector<pollfd> fds;
       fds.push_back({wake[0], POLLIN, 0});
-      fds.push_back({listen_fd, POLLIN, 0});
+      // never_accept leaves its queue full: poll() ignores a negative descriptor.
+      fds.push_back({behaviour == listener_behaviour::never_accept ? -1 : listen_fd, POLLIN, 0});
       if (behaviour == listener_behaviour::silent) {
         for (const int c : clients) fds.push_back({c, POLLIN, 0});
       }
@@ -113,7 +114,9 @@ loopback_listener::loopback_listener(listener_behaviour behaviour)
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
   auto* addr = reinterpret_cast<sockaddr*>(&a);
-  if (::bind(s.listen_fd, addr, len) != 0 || ::listen(s.listen_fd, 64) != 0 ||
+  // never_accept: a backlog of 0 still queues one connection (Linux), which fill_queue() makes.
+  const int backlog = behaviour == listener_behaviour::never_accept ? 0 : 64;
+  if (::bind(s.listen_fd, addr, len) != 0 || ::listen(s.listen_fd, backlog) != 0 ||
       ::getsockname(s.listen_fd, addr, &len) != 0) {
     const int saved = errno;
     close_fd(s.listen_fd);
@@ -121,6 +124,18 @@ loopback_listener::loopback_listener(listener_behaviour behaviour)
     fail("bind/listen");
   }
   s.port = ntohs(a.sin_port);
+  if (behaviour == listener_behaviour::never_accept) {
+    // The one connection the queue holds; it is never accepted, and closed with the listener.
+    const int filler = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (filler < 0 || ::connect(filler, addr, len) != 0) {
+      const int saved = errno;
+      close_fd(filler);
+      close_fd(s.listen_fd);
+      errno = saved;
+      fail("filling the accept queue");
+    }
+    s.clients.push_back(filler);
+  }
   if (::pipe2(s.wake.data(), O_CLOEXEC) != 0) {
     const int saved = errno;
     close_fd(s.listen_fd);

@@ -6,6 +6,9 @@
 //   silent         accept, read and discard everything, never answer, never close.
 //   never_read     accept and then neither read nor answer nor close: the socket's receive
 //                  buffer (kept small) fills, then the client's send buffer, and its writes stall.
+//   never_accept   a listener whose accept queue is full (a connection of its own fills it) and
+//                  is never drained: the kernel drops new connections' SYNs, so their connect()
+//                  neither completes nor fails (a host that drops packets, on loopback).
 //
 // Guarantees:
 //  - Listens on a kernel-chosen port of 127.0.0.1 before the constructor returns (throws
@@ -23,7 +26,7 @@
 
 namespace rlock::test {
 
-enum class listener_behaviour { close_at_once, silent, never_read };
+enum class listener_behaviour { close_at_once, silent, never_read, never_accept };
 
 class loopback_listener {
  public:
@@ -38,7 +41,7 @@ class loopback_listener {
   /// "redis://127.0.0.1:<port>"
   std::string url() const;
 
-  /// Connections accepted so far.
+  /// Connections accepted so far (0 for never_accept).
   std::uint64_t accepted() const;
   /// Bytes read (and discarded) so far; stays 0 for close_at_once and never_read.
   std::uint64_t bytes_read() const;

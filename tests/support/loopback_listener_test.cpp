@@ -21,14 +21,19 @@ namespace {
 
 using namespace std::chrono_literals;
 
+sockaddr_in loopback_address(std::uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
 // A connected client socket, closed on scope exit.
 class client_socket {
  public:
   explicit client_socket(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const sockaddr_in a = loopback_address(port);
     connected_ = ::connect(fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
   }
   ~client_socket() { ::close(fd_); }
@@ -101,6 +106,22 @@ TEST(loopback_listener, never_read_lets_the_clients_writes_stall) {
   EXPECT_TRUE(stalled) << "wrote " << written << " bytes without stalling";
   EXPECT_EQ(l.bytes_read(), 0U);
   EXPECT_FALSE(c.readable_within(100ms)) << "never_read must not close";
+}
+
+TEST(loopback_listener, never_accept_leaves_a_connect_pending) {
+  loopback_listener l(listener_behaviour::never_accept);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  ASSERT_GE(fd, 0);
+  const sockaddr_in a = loopback_address(l.port());
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+  const int err = errno;
+  EXPECT_EQ(rc, -1);
+  EXPECT_EQ(err, EINPROGRESS);
+  // The handshake neither completes (writable) nor fails (error) within a bounded look.
+  pollfd p{fd, POLLOUT, 0};
+  EXPECT_EQ(::poll(&p, 1, 200), 0) << "revents " << p.revents;
+  ::close(fd);
+  EXPECT_EQ(l.accepted(), 0U);
 }
 
 TEST(loopback_listener, destructor_closes_accepted_connections) {

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "command_error.hpp"
 #include "duration.hpp"
@@ -34,9 +35,9 @@ std::string own_text(const rlock::error& e) {
 
 /// A hint when a failure looks like a client speaking the other protocol than the port: a TLS
 /// port resets a plaintext client right after its first command, and a plaintext port answers
-/// a TLS handshake with an error line (OpenSSL: "wrong version number") or not at all.
-std::string scheme_hint(const rlock::server_address& address, std::error_code ec,
-                        const std::string& why) {
+/// a TLS handshake with an error line (OpenSSL: "wrong version number") or, Redis waiting for
+/// the end of a command line that never comes, not at all: the handshake times out.
+std::string scheme_hint(const rlock::server_address& address, const std::string& why) {
   using scheme = rlock::server_address::scheme;
   const auto says = [&why](const char* text) { return why.find(text) != std::string::npos; };
   if (address.kind == scheme::redis &&
@@ -44,11 +45,23 @@ std::string scheme_hint(const rlock::server_address& address, std::error_code ec
     return "; is this a TLS port? use rediss://";
   }
   if (address.kind == scheme::rediss &&
-      (ec == rlock::errc::timeout || says("wrong version number") ||
+      (says("in the TLS handshake") || says("wrong version number") ||
        says("packet length too long") || says("record layer failure"))) {
     return "; is this a plaintext port? use redis://";
   }
   return "";
+}
+
+/// Why the client could not connect, once its own connect timeout has had its chance to fire:
+/// the CLI's deadline equals it, so the library's record may lag it by a moment (bounded).
+rlock::connection_status failure_of(const rlock::client& client) {
+  constexpr auto grace = std::chrono::milliseconds(200);
+  const auto until = clock::now() + grace;
+  for (;;) {
+    rlock::connection_status st = client.status();
+    if (st.error || st.connected || clock::now() >= until) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace
@@ -85,10 +98,18 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now());
     if (left.count() <= 0) {
-      throw command_error(exit_codes::unavailable,
-                          "no answer from " + where + " within " +
-                              format_duration(cfg.connect_timeout) + " (--connect-timeout)" +
-                              scheme_hint(address, rlock::errc::timeout, ""));
+      // The library's record names the step that did not finish ("in the TLS handshake",
+      // "before the connection was accepted", ...): the hint only follows the steps it fits.
+      const rlock::connection_status st = failure_of(client);
+      std::string text = "no answer from " + where + " within " +
+                         format_duration(cfg.connect_timeout) + " (--connect-timeout)";
+      if (st.error && !st.detail.empty()) {
+        // "connecting to <where> timed out in ...": the address is already said.
+        const std::string prefix = "connecting to " + where + " ";
+        text +=
+            ": " + (st.detail.starts_with(prefix) ? st.detail.substr(prefix.size()) : st.detail);
+      }
+      throw command_error(exit_codes::unavailable, text + scheme_hint(address, st.detail));
     }
     pollfd fds[2] = {{result->flag.fd(), POLLIN, 0}, {-1, POLLIN, 0}};
     if (interrupt != nullptr) fds[1].fd = interrupt->fd();
@@ -110,7 +131,7 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     const int code = exit_code_for(result->ec);
     std::string text = "cannot use " + where + ": " + result->ec.message();
     if (!result->why.empty()) text += "; " + result->why;
-    text += scheme_hint(address, result->ec, result->why);
+    text += scheme_hint(address, result->why);
     if (!password_given &&
         (result->ec == rlock::errc::auth_failed || result->ec == rlock::errc::auth_required)) {
       text += "; no password was given (--password-file, or one in $RLOCK_URL or $RLOCK_PASSWORD)";
