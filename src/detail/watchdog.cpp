@@ -10,6 +10,24 @@
 #include "detail/lock_scripts.hpp"
 
 namespace rlock::detail {
+namespace {
+
+// The watchdog's two timing rules, each in one place (the header states why they hold).
+
+/// A round must come within a third of a lease: its batch then goes at most halfway from there
+/// to the deadline, and a failed renewal still has a retry before the TTL ends.
+clock::time_point round_within(clock::time_point from, clock::duration lease) {
+  return from + lease / 3;
+}
+
+/// A renewal (a batch, a first retry) goes out at the latest halfway from `now` to `deadline`,
+/// but no sooner than `least` after `now`.
+clock::time_point halfway_to(clock::time_point now, clock::time_point deadline,
+                             clock::duration least) {
+  return now + std::max<clock::duration>((deadline - now) / 2, least);
+}
+
+}  // namespace
 
 watchdog::watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds timeout,
                    int batch_size)
@@ -50,7 +68,10 @@ void watchdog::activate(std::uint64_t id, clock::time_point sent_at,
     // A reply that comes after that of a script sent later: either may have run last.
     h.valid_until = std::min(h.valid_until, sent_at + lease);
   }
-  if (h.renew) arm_locked(round_, sent_at + std::min(lease, timeout_) / 3, &watchdog::run_round);
+  if (h.renew) {
+    arm_locked(round_, round_within(sent_at, std::min<clock::duration>(lease, timeout_)),
+               &watchdog::run_round);
+  }
   // The expiry timer only ever needs to move earlier; a firing that finds nothing expired
   // re-arms itself at the then-earliest deadline. This keeps activation O(1).
   arm_locked(expiry_, h.valid_until, &watchdog::on_expiry);
@@ -133,7 +154,7 @@ void watchdog::run_round() {
       h.retry_at = clock::time_point::max();
       ids.push_back(id);
     }
-    if (any) arm_locked(round_, now + timeout_ / 3, &watchdog::run_round);
+    if (any) arm_locked(round_, round_within(now, timeout_), &watchdog::run_round);
     schedule_locked(ids, now, timeout_ / 6);
   }
   send_due();
@@ -174,7 +195,7 @@ void watchdog::schedule_locked(const std::vector<std::uint64_t>& ids, clock::tim
       holds_.at(by_deadline[j].second).queued_in = b.serial;
     }
     // Halfway to the batch's most urgent deadline at the latest (now, if that has passed).
-    const auto latest = now + std::max<clock::duration>((by_deadline[first].first - now) / 2, {});
+    const auto latest = halfway_to(now, by_deadline[first].first, {});
     queue_.emplace(std::min(now + step * static_cast<clock::rep>(i), latest), std::move(b));
   }
   arm_locked(send_, queue_.begin()->first, &watchdog::send_due);
@@ -228,7 +249,7 @@ void watchdog::send_batch(const batch& b) {
   // must not be renewed. on_batch retries the current holds soon instead.
   o.idempotent = false;
   o.max_attempts = 1;
-  o.deadline = sent_at + timeout_ / 3;
+  o.deadline = round_within(sent_at, timeout_);  // answered before the next round is due
   c->eval(lock_renew_script(), kv, av, o,
           [self = shared_from_this(), ids = std::move(ids), sent_at](exec_result res) mutable {
             self->on_batch(std::move(ids), sent_at, std::move(res));
@@ -258,7 +279,7 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
         // server refusing renewals does not get a retry every few ms near the deadline.
         h.failures = std::min(h.failures + 1, 16);
         const auto backoff = now + retry_delay_ * (1 << (h.failures - 1));
-        const auto halfway = now + std::max<clock::duration>((h.valid_until - now) / 2, 1ms);
+        const auto halfway = halfway_to(now, h.valid_until, 1ms);
         const auto at = h.failures == 1 ? std::min(backoff, halfway) : backoff;
         if (at < round_.at) {
           h.retry_at = at;
@@ -289,7 +310,7 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
         // bring that round forward, as activate() does (a third of what is left). Only then:
         // a renewal that was merely slow must not make rounds come more often.
         if (h.renew && raced && h.valid_until > now) {
-          arm_locked(round_, now + (h.valid_until - now) / 3, &watchdog::run_round);
+          arm_locked(round_, round_within(now, h.valid_until - now), &watchdog::run_round);
         }
       } else {
         lost.push_back(std::move(h.on_loss));
