@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -140,7 +141,8 @@ void watchdog::run_round() {
     // Every hold still queued is queued again below, by its deadline now: the old batches
     // would send nothing, and early rounds would pile them up.
     queue_.clear();
-    std::vector<std::uint64_t> ids;
+    std::vector<due_hold> due;
+    due.reserve(holds_.size());
     bool any = false;
     for (auto& [id, h] : holds_) {
       if (!h.active || !h.renew) continue;
@@ -152,10 +154,10 @@ void watchdog::run_round() {
       // needs it (on_batch); if it fails, the first retry comes halfway to the deadline.
       if (h.in_flight) continue;
       h.retry_at = clock::time_point::max();
-      ids.push_back(id);
+      due.push_back({h.valid_until, id, &h});
     }
     if (any) arm_locked(round_, round_within(now, timeout_), &watchdog::run_round);
-    schedule_locked(ids, now, timeout_ / 6);
+    schedule_locked(std::move(due), now, timeout_ / 6);
   }
   send_due();
 }
@@ -165,37 +167,39 @@ void watchdog::run_retries() {
     std::lock_guard lk(mu_);
     if (stopped_) return;
     const auto now = clock::now();
-    std::vector<std::uint64_t> ids;
+    std::vector<due_hold> due;
     for (auto& [id, h] : holds_) {
       if (!h.active || !h.renew || h.in_flight || h.queued_in != 0 || h.retry_at > now) continue;
       h.retry_at = clock::time_point::max();
-      ids.push_back(id);
+      due.push_back({h.valid_until, id, &h});
     }
     arm_retry_locked();
-    schedule_locked(ids, now, retry_delay_ / 2);
+    schedule_locked(std::move(due), now, retry_delay_ / 2);
   }
   send_due();
 }
 
-void watchdog::schedule_locked(const std::vector<std::uint64_t>& ids, clock::time_point now,
+void watchdog::schedule_locked(std::vector<due_hold> due, clock::time_point now,
                                clock::duration spread) {
-  if (ids.empty()) return;
-  std::vector<std::pair<clock::time_point, std::uint64_t>> by_deadline;
-  by_deadline.reserve(ids.size());
-  for (auto id : ids) by_deadline.emplace_back(holds_.at(id).valid_until, id);
-  std::sort(by_deadline.begin(), by_deadline.end());
-  const std::size_t batches = (ids.size() + batch_size_ - 1) / batch_size_;
+  if (due.empty()) return;
+  // Most urgent first; ids break ties, so the batches do not depend on the table's order.
+  std::sort(due.begin(), due.end(), [](const due_hold& a, const due_hold& b) {
+    return std::tie(a.valid_until, a.id) < std::tie(b.valid_until, b.id);
+  });
+  const std::size_t batches = (due.size() + batch_size_ - 1) / batch_size_;
   const auto step = spread / static_cast<clock::rep>(batches);
   for (std::size_t i = 0; i < batches; ++i) {
     batch b;
     b.serial = next_batch_++;
     const std::size_t first = i * batch_size_;
-    for (std::size_t j = first; j < std::min(ids.size(), first + batch_size_); ++j) {
-      b.ids.push_back(by_deadline[j].second);
-      holds_.at(by_deadline[j].second).queued_in = b.serial;
+    const std::size_t end = std::min(due.size(), first + batch_size_);
+    b.ids.reserve(end - first);
+    for (std::size_t j = first; j < end; ++j) {
+      b.ids.push_back(due[j].id);
+      due[j].h->queued_in = b.serial;
     }
     // Halfway to the batch's most urgent deadline at the latest (now, if that has passed).
-    const auto latest = halfway_to(now, by_deadline[first].first, {});
+    const auto latest = halfway_to(now, due[first].valid_until, {});
     queue_.emplace(std::min(now + step * static_cast<clock::rep>(i), latest), std::move(b));
   }
   arm_locked(send_, queue_.begin()->first, &watchdog::send_due);
@@ -222,6 +226,9 @@ void watchdog::send_batch(const batch& b) {
   std::vector<std::string> keys;
   std::vector<std::string> args;
   std::vector<std::uint64_t> ids;
+  keys.reserve(b.ids.size());
+  args.reserve(b.ids.size() + 1);
+  ids.reserve(b.ids.size());
   {
     std::lock_guard lk(mu_);
     args.push_back(std::to_string(timeout_.count()));

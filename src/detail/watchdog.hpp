@@ -50,6 +50,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "detail/connection.hpp"
@@ -131,10 +132,15 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
     std::uint64_t serial = 0;
     std::vector<std::uint64_t> ids;
   };
-  /// Queues `ids` (active, none in flight) as batches, most urgent first, spread over `spread`
+  /// A hold picked for renewal: its deadline, id and entry (stable while mu_ is held).
+  struct due_hold {
+    clock::time_point valid_until;
+    std::uint64_t id;
+    hold* h;
+  };
+  /// Queues `due` (active, none in flight) as batches, most urgent first, spread over `spread`
   /// from `now`; a batch goes at most halfway to its most urgent deadline. Arms send_.
-  void schedule_locked(const std::vector<std::uint64_t>& ids, clock::time_point now,
-                       clock::duration spread);
+  void schedule_locked(std::vector<due_hold> due, clock::time_point now, clock::duration spread);
   /// Sends the queued batches that are due.
   void send_due();
   void send_batch(const batch& b);
@@ -154,7 +160,8 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   alarm expiry_;
   alarm send_;
   mutable std::mutex mu_;
-  std::map<std::uint64_t, hold> holds_;
+  /// By id. Hashed: a round looks up every hold a few times (send, reply), 10,000s of them.
+  std::unordered_map<std::uint64_t, hold> holds_;
   /// Batches waiting for their send time.
   std::multimap<clock::time_point, batch> queue_;
   std::uint64_t next_batch_ = 1;
