@@ -270,6 +270,17 @@ def _watchdog(w):
     lat = w["lock_latency_p99_us"]
     renew_ok = w["renewal_scripts_per_period"] <= TARGET_RENEWALS
     lat_ok = lat["ratio"] <= TARGET_LATENCY_RATIO
+    # "between": the probe's cycles just before each probed round (the locks held, no renewal
+    # running), the baseline of the ratio; results of older binaries lack it.
+    between = "between" in lat
+
+    def trio(d):
+        if between:
+            return "%s / %s / %s" % (_f(d["idle"], 1), _f(d["between"], 1), _f(d["renewing"], 1))
+        return "%s / %s" % (_f(d["idle"], 1), _f(d["renewing"], 1))
+
+    phases = ("before the locks / just before the rounds / during them" if between
+              else "idle / during a renewal round")
     rows = [["held locks", w["locks"], "", ""],
             ["periods measured", w["periods"], "", ""],
             ["watchdog timeout ms", _f(w["watchdog_timeout_ms"]), "", ""],
@@ -278,23 +289,26 @@ def _watchdog(w):
             ["client CPU ms per period", _f(w["cpu_ms_per_period"], 1), "", ""],
             ["RSS KiB before / holding", "%s / %s" % (_f(w["rss_kib"]["before"]),
                                                      _f(w["rss_kib"]["holding"])), "", ""],
-            ["lock latency p99 µs idle / during a renewal round",
-             "%s / %s" % (_f(lat["idle"], 1), _f(lat["renewing"], 1)), "", ""]]
+            ["lock latency p99 µs " + phases, trio(lat), "", ""]]
     top = w.get("lock_latency_max_us")
     cycles = w.get("latency_cycles")
     p999 = w.get("lock_latency_p999_us")
     if p999:
-        rows += [["lock latency p99.9 µs idle / during the round",
-                  "%s / %s" % (_f(p999["idle"], 1), _f(p999["renewing"], 1)), "", ""]]
+        rows += [["lock latency p99.9 µs " + phases, trio(p999), "", ""]]
     if top and cycles:
-        rows += [["lock latency max µs idle / during the round",
-                  "%s / %s" % (_f(top["idle"], 1), _f(top["renewing"], 1)), "", ""],
-                 ["probe cycles idle / during the round (%s scripts, %s µs observed)" % (
-                     w.get("round_scripts", "?"), _f(w.get("round_us_observed"))),
-                  "%s / %s" % (cycles["idle"], cycles["renewing"]), "", ""]]
-    rows += [["latency p99 ratio round/idle", "%.2f" % lat["ratio"],
-              "≤ %.2f" % TARGET_LATENCY_RATIO, _verdict(lat_ok)],
-             ["keys left after release", w["keys_left"], "0", _verdict(w["keys_left"] == 0)]]
+        counts = ("%s / %s / %s" % (cycles["idle"], cycles["between"], cycles["renewing"])
+                  if between else "%s / %s" % (cycles["idle"], cycles["renewing"]))
+        rows += [["lock latency max µs " + phases, trio(top), "", ""],
+                 ["probe cycles %s (%s round(s) of %s scripts, %s µs observed)" % (
+                     phases, w.get("rounds_probed", 1), w.get("round_scripts", "?"),
+                     _f(w.get("round_us_observed"))), counts, "", ""]]
+    ratio_name = ("latency p99 ratio during the rounds / just before them" if between
+                  else "latency p99 ratio round/idle")
+    rows += [[ratio_name, "%.2f" % lat["ratio"], "≤ %.2f" % TARGET_LATENCY_RATIO, _verdict(lat_ok)]]
+    if between:
+        rows += [["latency p99 ratio during the rounds / before the locks were taken",
+                  "%.2f" % lat["ratio_to_idle"], "", ""]]
+    rows += [["keys left after release", w["keys_left"], "0", _verdict(w["keys_left"] == 0)]]
     return _table(["watchdog", "value", "target", ""], rows)
 
 

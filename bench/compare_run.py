@@ -23,9 +23,9 @@ import compare_server
 PROCESSES = 8
 HOLD_US = 1000
 FULL = {"uncontended_s": 5, "contended_s": 10, "accounting_s": 3, "watchdog_locks": 10000,
-        "watchdog_periods": 3, "watchdog_timeout": "30s"}
+        "watchdog_periods": 3, "watchdog_rounds": 3, "watchdog_timeout": "30s"}
 QUICK = {"uncontended_s": 1, "contended_s": 1, "accounting_s": 1, "watchdog_locks": 1000,
-         "watchdog_periods": 1, "watchdog_timeout": "3s"}
+         "watchdog_periods": 1, "watchdog_rounds": 1, "watchdog_timeout": "3s"}
 
 
 def _log(text):
@@ -106,10 +106,10 @@ def _contended_phase(binary, port, d, results):
 def _rlock_only_phase(binary, port, d, results):
     ok = True
     watchdog = ["--locks", str(d["watchdog_locks"]), "--periods", str(d["watchdog_periods"]),
-                "--watchdog-timeout", d["watchdog_timeout"]]
+                "--rounds", str(d["watchdog_rounds"]), "--watchdog-timeout", d["watchdog_timeout"]]
     ok &= _attempt(results, "rlock watchdog", lambda: results.update(
         watchdog=compare_rlock.run_scenario(binary, port, "watchdog", watchdog,
-                                            60 * d["watchdog_periods"])))
+                                            60 * (d["watchdog_periods"] + d["watchdog_rounds"]))))
     ok &= _attempt(results, "rlock footprint", lambda: results.update(
         footprint=compare_rlock.run_scenario(binary, port, "footprint", [], 120)))
     return ok

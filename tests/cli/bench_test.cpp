@@ -172,8 +172,8 @@ TEST_F(cli_bench, contended_plain_has_no_lost_update_or_overlap) {
 }
 
 TEST_F(cli_bench, watchdog_renews_in_batches_of_100_and_leaves_no_key) {
-  const auto f =
-      bench_json({"watchdog", "--locks", "300", "--periods", "2", "--watchdog-timeout", "900ms"});
+  const auto f = bench_json({"watchdog", "--locks", "300", "--periods", "2", "--rounds", "2",
+                             "--watchdog-timeout", "900ms"});
   EXPECT_EQ(text(f, "scenario"), "watchdog");
   EXPECT_EQ(number(f, "locks"), 300);
   EXPECT_EQ(number(f, "locks_taken"), 300);
@@ -188,10 +188,15 @@ TEST_F(cli_bench, watchdog_renews_in_batches_of_100_and_leaves_no_key) {
   EXPECT_GT(number(f, "rss_kib.holding"), 0);
   EXPECT_GT(number(f, "lock_latency_p99_us.idle"), 0);
   EXPECT_GT(number(f, "lock_latency_p99_us.renewing"), 0);
+  EXPECT_GT(number(f, "lock_latency_p99_us.between"), 0);
   EXPECT_GT(number(f, "lock_latency_p99_us.ratio"), 0);
-  // The renewing figure comes from the cycles that overlap one whole round of 3 scripts.
+  EXPECT_GT(number(f, "lock_latency_p99_us.ratio_to_idle"), 0);
+  // The renewing figure comes from the cycles that overlap two whole rounds of 3 scripts, the
+  // baseline from those just before each.
+  EXPECT_EQ(number(f, "rounds_probed"), 2);
   EXPECT_EQ(number(f, "round_scripts"), 3);
   EXPECT_GT(number(f, "latency_cycles.renewing"), 0);
+  EXPECT_GT(number(f, "latency_cycles.between"), 0);
   EXPECT_GT(number(f, "latency_cycles.idle"), number(f, "latency_cycles.renewing"));
   EXPECT_GT(number(f, "round_us_observed"), 0);
   EXPECT_LE(number(f, "lock_latency_p99_us.renewing"), number(f, "lock_latency_p999_us.renewing"));
@@ -242,6 +247,7 @@ TEST(cli_bench_usage, bad_options_and_unknown_scenarios_are_usage_errors) {
   expect_usage({"bench", "uncontended", "--api", "sync"}, "--api");
   expect_usage({"bench", "uncontended", "--connections", "65"}, "--connections");
   expect_usage({"bench", "watchdog", "--locks", "many"}, "--locks");
+  expect_usage({"bench", "watchdog", "--rounds", "0"}, "--rounds");
   const auto r = run_rlock({"bench", "contended", "--nonsense"});
   EXPECT_EQ(r.status, 64);
   EXPECT_NE(r.err.find("see 'rlock bench contended --help'"), std::string::npos) << r.err;

@@ -26,6 +26,7 @@ using std::chrono::milliseconds;
 
 struct probe_result {
   latency_histogram histogram{};  ///< the cycles that count: all when idle, the round's else
+  latency_histogram between{};    ///< renewing: the cycles before the round's first script
   long long cycles = 0;           ///< every cycle run
   long long scripts = 0;          ///< EVALSHA + EVAL on the server meanwhile (idle only)
   bool round_seen = false;        ///< every script of the renewal round was seen
@@ -39,12 +40,16 @@ struct probe_result {
 /// run `round_scripts` scripts beyond the probe's own (`probe_scripts_per_cycle` each), one
 /// renewal round; only the cycles that overlap that round count (from the last poll that saw
 /// none of its scripts to the first that saw all), so that the figure is the latency while
-/// renewals run, not diluted by the idle rest of a period.
+/// renewals run, not diluted by the idle rest of a period. The cycles that ended before the
+/// round (the locks held, no renewal running) go to `between`: a baseline measured next to the
+/// round, under the same machine load. The cycles of the first `warm_up` (the thread and its
+/// caches waking from a sleep) count in no histogram.
 probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds lease,
                        clock::time_point end, long long round_scripts,
-                       double probe_scripts_per_cycle) {
+                       double probe_scripts_per_cycle, clock::duration warm_up) {
   constexpr auto poll = milliseconds(2);
   probe_result r;
+  const auto counted_from = clock::now() + warm_up;
   const command_counts before = read_commandstats(client);
   std::vector<std::pair<clock::time_point, clock::time_point>> cycles;
   auto last_poll = clock::now();
@@ -72,9 +77,12 @@ probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds l
   if (round_scripts == 0) r.scripts = scripts_run(command_delta(before, read_commandstats(client)));
   r.cycles = static_cast<long long>(cycles.size());
   for (const auto& [t0, t1] : cycles) {
-    const bool counts = round_scripts == 0 || (r.round_seen && t1 > quiet_until && t0 < last_poll);
-    if (counts) {
-      r.histogram.record(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+    const long long ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    if (t0 < counted_from) continue;
+    if (round_scripts == 0 || (r.round_seen && t1 > quiet_until && t0 < last_poll)) {
+      r.histogram.record(ns);
+    } else if (round_scripts > 0 && r.round_seen && t1 <= quiet_until) {
+      r.between.record(ns);
     }
   }
   return r;
@@ -90,16 +98,20 @@ void add_watchdog_options(CLI::App& sub, watchdog_options& opts) {
   add_count_option(sub, "--locks", opts.locks, "Locks held under the watchdog", "N", 1'000'000);
   add_count_option(sub, "--periods", opts.periods,
                    "Renewal periods to hold them (period: timeout/3)", "K", 1000);
+  add_count_option(sub, "--rounds", opts.rounds,
+                   "Renewal rounds to probe the lock latency during (and just before)", "R", 100);
   add_duration_option(sub, "--watchdog-timeout", opts.watchdog_timeout,
                       "The client's lock_watchdog_timeout", duration_bound::positive);
   sub.footer(
       "One client takes N locks without a lease and holds them for K renewal periods\n"
       "(timeout/3). Renewal scripts per period: EVALSHA delta of INFO commandstats over the K\n"
-      "periods, with nothing else running; CPU: user+sys of this process over them. The\n"
-      "probe (lock with a lease + unlock on another name, back to back) gives the lock latency\n"
-      "p99 before the locks are taken (3 s), and, after the K periods, while one renewal\n"
-      "round runs (its batches spread over half a period): only the cycles that overlap the\n"
-      "round, found by following the server's script count. All keys must be gone at the end.\n");
+      "periods, with nothing else running; CPU: user+sys of this process over them. Then a\n"
+      "probe (lock with a lease + unlock on another name, back to back) runs through the next\n"
+      "R rounds (each spreads its batches over half a period), each from a quarter period\n"
+      "before it until the server has run all of its scripts (followed by the server's script\n"
+      "count). Lock latency p99 during the rounds (the cycles that overlap them) against the\n"
+      "cycles just before them (the locks held, no renewal running; the ratio), and against 3 s\n"
+      "of probing before the locks were taken. All keys must be gone at the end.\n");
 }
 
 bench_report run_watchdog(const watchdog_options& o, const connection_options& conn) {
@@ -112,11 +124,13 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   rlock::lock probe = client.get_lock(prefix + "probe");
   const milliseconds probe_lease = std::max(o.watchdog_timeout, milliseconds(10'000));
   bench_report report;
+  // Each probe run starts counting after this: a 40th of its quarter period before the round.
+  const clock::duration warm_up = std::min<clock::duration>(milliseconds(100), period / 40);
 
   // 1. Idle.
   const process_status before = read_process_status();
   const probe_result idle =
-      run_probe(client, probe, probe_lease, clock::now() + milliseconds(3000), 0, 0.0);
+      run_probe(client, probe, probe_lease, clock::now() + milliseconds(3000), 0, 0.0, warm_up);
   const double probe_scripts_per_cycle =
       per(static_cast<double>(idle.scripts), static_cast<double>(idle.cycles));
 
@@ -129,12 +143,14 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
                "only " + std::to_string(held) + " of " + std::to_string(o.locks) + " locks taken" +
                    (locks.first_error().empty() ? "" : ": " + locks.first_error()));
 
-  // 3. Hold for K periods, then probe one round. Rounds come one a period, due `period` after
+  // 3. Hold for K periods, then probe R rounds. Rounds come one a period, due `period` after
   // the previous, the first a period after the first acquire, and a round spreads its batches
   // over the first half of its period. The quiet window (K periods from 3/4 of a period after
   // the first round or a later one, in a quiet half) counts K rounds' scripts and the watchdog's
-  // CPU time, with nothing else running; the probe then runs from shortly before the next round
-  // until all of that round's scripts have run.
+  // CPU time, with nothing else running. Then, for each of the next R rounds, the probe runs
+  // from a quarter period before it (the previous round ended a quarter period earlier still)
+  // until all of its scripts have run: the cycles before its first script are the baseline
+  // next to it, those overlapping it the latency while it runs.
   auto window_start = first_acquire + period * 7 / 4;
   while (window_start < clock::now()) window_start += period;
   std::this_thread::sleep_until(window_start);
@@ -146,16 +162,25 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   const process_status holding = read_process_status();
   const long long renewal_scripts =
       scripts_run(command_delta(quiet_before, read_commandstats(client)));
-  const auto round_due = window_end + period / 4;
-  const auto lead = std::min<clock::duration>(period / 4, milliseconds(200));
-  std::this_thread::sleep_until(round_due - lead);
   const auto batch = static_cast<long long>(std::max(1, cfg.lock_watchdog_batch_size));
   const long long round_scripts = (static_cast<long long>(held) + batch - 1) / batch;
-  const probe_result renewing = run_probe(client, probe, probe_lease, round_due + period * 3 / 4,
-                                          round_scripts, probe_scripts_per_cycle);
-  report.check(held == 0 || renewing.round_seen, "the probe did not see a whole renewal round (" +
-                                                     std::to_string(round_scripts) +
-                                                     " scripts) in its period");
+  probe_result renewing;
+  int rounds_seen = 0;
+  for (int r = 0; r < o.rounds; ++r) {
+    const auto round_due = window_end + period / 4 + r * period;
+    std::this_thread::sleep_until(round_due - period / 4);
+    const probe_result one = run_probe(client, probe, probe_lease, round_due + period * 3 / 4,
+                                       round_scripts, probe_scripts_per_cycle, warm_up);
+    rounds_seen += one.round_seen ? 1 : 0;
+    renewing.histogram.merge(one.histogram);
+    renewing.between.merge(one.between);
+    renewing.cycles += one.cycles;
+    renewing.round_span += one.round_span;
+  }
+  report.check(held == 0 || rounds_seen == o.rounds,
+               "the probe saw " + std::to_string(rounds_seen) + " of " + std::to_string(o.rounds) +
+                   " whole renewal rounds (" + std::to_string(round_scripts) +
+                   " scripts each) in their periods");
 
   // 4. Release and check.
   const std::size_t released =
@@ -170,22 +195,37 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   const long long renewing_p99 = renewing.histogram.percentile(99);
   const long long idle_p999 = idle.histogram.percentile(99.9);
   const long long renewing_p999 = renewing.histogram.percentile(99.9);
-  const double ratio = per(static_cast<double>(renewing_p99), static_cast<double>(idle_p99));
+  const long long between_p99 = renewing.between.percentile(99);
+  const long long between_p999 = renewing.between.percentile(99.9);
+  // Against the cycles just before the round (same load, the locks held): only renewal differs.
+  const double ratio = per(static_cast<double>(renewing_p99), static_cast<double>(between_p99));
+  const double ratio_to_idle =
+      per(static_cast<double>(renewing_p99), static_cast<double>(idle_p99));
   json_object rss;
   rss.add("before", before.rss_kib).add("holding", holding.rss_kib);
   json_object latency;
-  latency.add_us("idle", idle_p99).add_us("renewing", renewing_p99).add("ratio", ratio, 3);
+  latency.add_us("idle", idle_p99)
+      .add_us("between", between_p99)
+      .add_us("renewing", renewing_p99)
+      .add("ratio", ratio, 3)
+      .add("ratio_to_idle", ratio_to_idle, 3);
   json_object latency_p999;
-  latency_p999.add_us("idle", idle_p999).add_us("renewing", renewing_p999);
+  latency_p999.add_us("idle", idle_p999)
+      .add_us("between", between_p999)
+      .add_us("renewing", renewing_p999);
   json_object latency_max;
-  latency_max.add_us("idle", idle.histogram.max()).add_us("renewing", renewing.histogram.max());
+  latency_max.add_us("idle", idle.histogram.max())
+      .add_us("between", renewing.between.max())
+      .add_us("renewing", renewing.histogram.max());
   json_object probe_cycles;
   probe_cycles.add("idle", static_cast<long long>(idle.histogram.count()))
+      .add("between", static_cast<long long>(renewing.between.count()))
       .add("renewing", static_cast<long long>(renewing.histogram.count()));
   report.json.add("scenario", "watchdog")
       .add("library", "rlock")
       .add("locks", o.locks)
       .add("periods", o.periods)
+      .add("rounds_probed", o.rounds)
       .add("watchdog_timeout_ms", static_cast<long long>(o.watchdog_timeout.count()))
       .add("renewal_scripts_per_period", static_cast<double>(renewal_scripts) / k, 2)
       .add("cpu_ms_per_period", renewal_cpu_ns / k / 1e6, 3)
@@ -212,16 +252,22 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
        << "  client CPU per period      " << json_number(renewal_cpu_ns / k / 1e6, 2) << " ms\n"
        << "  RSS                        " << before.rss_kib << " KiB before, " << holding.rss_kib
        << " KiB holding\n"
-       << "  lock+unlock p99            " << format_latency_ns(idle_p99) << " idle ("
-       << idle.histogram.count() << " cycles), " << format_latency_ns(renewing_p99)
-       << " during a renewal round (" << renewing.histogram.count() << " cycles in "
+       << "  lock+unlock p99            " << format_latency_ns(renewing_p99)
+       << " during renewal rounds (" << renewing.histogram.count() << " cycles in " << o.rounds
+       << " round(s), "
        << format_latency_ns(
               std::chrono::duration_cast<std::chrono::nanoseconds>(renewing.round_span).count())
-       << "; ratio " << json_number(ratio, 2) << ")\n"
-       << "  lock+unlock p99.9          " << format_latency_ns(idle_p999) << " idle, "
-       << format_latency_ns(renewing_p999) << " during the round\n"
-       << "  lock+unlock max            " << format_latency_ns(idle.histogram.max()) << " idle, "
-       << format_latency_ns(renewing.histogram.max()) << " during the round\n"
+       << "), " << format_latency_ns(between_p99) << " just before them ("
+       << renewing.between.count() << " cycles): ratio " << json_number(ratio, 2) << "\n"
+       << "                             " << format_latency_ns(idle_p99)
+       << " before the locks were taken (" << idle.histogram.count() << " cycles): ratio "
+       << json_number(ratio_to_idle, 2) << "\n"
+       << "  lock+unlock p99.9          " << format_latency_ns(renewing_p999) << " during, "
+       << format_latency_ns(between_p999) << " just before, " << format_latency_ns(idle_p999)
+       << " idle\n"
+       << "  lock+unlock max            " << format_latency_ns(renewing.histogram.max())
+       << " during, " << format_latency_ns(renewing.between.max()) << " just before, "
+       << format_latency_ns(idle.histogram.max()) << " idle\n"
        << "  keys left                  " << left.keys << "\n";
   report.text = text.str();
   return report;

@@ -2,19 +2,20 @@
 // periods (period = --watchdog-timeout / 3) by one client.
 //
 // Phases:
-//  1. idle: a latency probe (lock with a fixed lease + unlock on its own name, one cycle per
-//     millisecond at most) runs for min(period, 3 s) before any lock is held. It also measures
-//     the probe's own scripts and CPU time per cycle (nothing else runs then).
+//  1. idle: a latency probe (lock with a fixed lease + unlock on its own name, back to back)
+//     runs for 3 s before any lock is held. It also measures the probe's own scripts per
+//     cycle (nothing else runs then).
 //  2. the N locks are taken with the asynchronous API, without a lease (bounded: 60 s + N ms).
-//  3. hold: K periods, aligned half a period away from the renewal rounds (which the watchdog
-//     runs every period after the first acquire), so the window holds exactly K rounds. During
-//     the first K-1 periods only the watchdog works: the process's user+sys CPU time over them
-//     is the renewal CPU, and RSS "holding" is read at their end. The probe runs during the
-//     last period; its scripts (cycles x scripts per cycle) are subtracted from the
-//     EVALSHA/EVAL delta of INFO commandstats over the K periods. With K = 1 there is no quiet
-//     period: the CPU is then estimated by subtracting the probe's (cycles x CPU per cycle),
-//     and "cpu_estimated" says so.
-//  4. every lock is released and the run's keys must be gone.
+//  3. hold: K periods, aligned 3/4 of a period after a renewal round (the watchdog runs one
+//     every period after the first acquire), so the window holds exactly K rounds and nothing
+//     but the watchdog works in it: the EVALSHA/EVAL delta of INFO commandstats over them is
+//     the renewal scripts, the process's user+sys CPU time the renewal CPU, and RSS "holding"
+//     is read at their end.
+//  4. for each of the next R rounds, the probe runs from a quarter period before it until the
+//     server has run all of its scripts (beyond the probe's own): the cycles that overlap the
+//     round give the latency while renewals run, those before its first script the baseline
+//     next to it (the locks held, same machine load); the ratio is of their p99s.
+//  5. every lock is released and the run's keys must be gone.
 // The probe's lock has a fixed lease, so the watchdog never renews it.
 //
 // Guarantees: bounded by the phases above; exit 1 when a lock was not taken or released, or a
@@ -32,6 +33,7 @@ namespace rlock::cli {
 struct watchdog_options {
   int locks = 10000;
   int periods = 3;
+  int rounds = 3;
   std::chrono::milliseconds watchdog_timeout{30000};
 };
 
