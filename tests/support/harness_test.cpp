@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/loopback_address.hpp"
 #include "support/process.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_cli.hpp"
@@ -303,10 +304,7 @@ TEST(RedisServer, RestartFailsClearlyWhenPortWasTaken) {
   // Occupy the port the way another program would.
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(server.port());
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const sockaddr_in addr = loopback_address(server.port());
   ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
   ASSERT_EQ(::listen(fd, 1), 0);
   try {

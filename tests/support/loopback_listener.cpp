@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/loopback_address.hpp"
+
 namespace rlock::test {
 namespace {
 
@@ -108,13 +110,10 @@ loopback_listener::loopback_listener(listener_behaviour behaviour)
     // Inherited by accepted sockets; must be set before listen() to shrink the TCP window.
     ::setsockopt(s.listen_fd, SOL_SOCKET, SO_RCVBUF, &small_rcvbuf, sizeof small_rcvbuf);
   }
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = 0;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in a = loopback_address(0);
   socklen_t len = sizeof a;
   auto* addr = reinterpret_cast<sockaddr*>(&a);
-  // never_accept: a backlog of 0 still queues one connection (Linux), which fill_queue() makes.
+  // never_accept: a backlog of 0 still queues one connection (Linux), made below.
   const int backlog = behaviour == listener_behaviour::never_accept ? 0 : 64;
   if (::bind(s.listen_fd, addr, len) != 0 || ::listen(s.listen_fd, backlog) != 0 ||
       ::getsockname(s.listen_fd, addr, &len) != 0) {

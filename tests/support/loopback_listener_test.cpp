@@ -14,20 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "support/loopback_address.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-sockaddr_in loopback_address(std::uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
 
 // A connected client socket, closed on scope exit.
 class client_socket {

@@ -18,6 +18,7 @@
 #include <thread>
 #include <utility>
 
+#include "support/loopback_address.hpp"
 #include "support/process.hpp"
 #include "support/redis_cli.hpp"
 
@@ -39,21 +40,13 @@ std::pair<unsigned, unsigned> ephemeral_port_range() {
   return {32768, 60999};
 }
 
-sockaddr_in loopback(std::uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
-
 // The same bind redis will do (SO_REUSEADDR on 127.0.0.1), so "free" here means redis can bind.
 bool port_is_free(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   const int yes = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  const sockaddr_in addr = loopback(port);
+  const sockaddr_in addr = loopback_address(port);
   const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
   ::close(fd);
   return ok;
