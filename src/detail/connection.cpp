@@ -68,11 +68,6 @@ connection::state connection::current_state() const {
   return state_;
 }
 
-std::error_code connection::last_error() const {
-  std::lock_guard lk(mu_);
-  return last_error_;
-}
-
 std::pair<std::error_code, std::string> connection::last_failure() const {
   std::lock_guard lk(mu_);
   return {last_error_, last_error_detail_};

@@ -40,6 +40,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detail/exec_result.hpp"
@@ -120,9 +121,8 @@ class connection : public std::enable_shared_from_this<connection> {
   static bool poll_replies_of_this_thread();
 
   state current_state() const;
-  /// The error of the last failed connect, if the connection is not ready.
-  std::error_code last_error() const;
-  /// last_error() and its description, read together.
+  /// The error of the last failed connect and its description, if the connection is not ready
+  /// (empty once a connect succeeds).
   std::pair<std::error_code, std::string> last_failure() const;
   const server_address& address() const { return opts_.address; }
 
