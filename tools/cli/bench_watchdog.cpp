@@ -77,11 +77,11 @@ probe_result run_probe(rlock::client& client, rlock::lock& probe, milliseconds l
   if (round_scripts == 0) r.scripts = scripts_run(command_delta(before, read_commandstats(client)));
   r.cycles = static_cast<long long>(cycles.size());
   for (const auto& [t0, t1] : cycles) {
-    const long long ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     if (t0 < counted_from) continue;
+    const long long ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     if (round_scripts == 0 || (r.round_seen && t1 > quiet_until && t0 < last_poll)) {
       r.histogram.record(ns);
-    } else if (round_scripts > 0 && r.round_seen && t1 <= quiet_until) {
+    } else if (r.round_seen && t1 <= quiet_until) {  // renewing (round_scripts > 0)
       r.between.record(ns);
     }
   }
