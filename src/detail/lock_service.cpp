@@ -1003,7 +1003,8 @@ void lock_service::send_unlock(const std::string& raw_name, const std::string& c
   const std::string latch_ttl =
       std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
   exec_options opts;
-  opts.idempotent = true;  // the latch returns the first result to a resent unlock
+  opts.idempotent = true;    // the latch returns the first result to a resent unlock
+  opts.flags_resend = true;  // ARGV[7]: a resent unlock reads its latch, a first one need not
   opts.completes_on_caller = completes_on_caller;
   const bool queued = cfg.lock_queue;
   const queue_names qn = queued ? queue_names(raw_name) : queue_names();
@@ -1011,10 +1012,8 @@ void lock_service::send_unlock(const std::string& raw_name, const std::string& c
   const auto keys =
       queued ? with_spent({raw_name, channel, latch, qn.queue, qn.live, qn.handoff}, spent)
              : with_spent({raw_name, channel, latch}, spent);
-  // ARGV[6] is optional in the plain script and "" (none) in the queued one.
-  const std::string_view all_args[] = {"0", lease_s, owner, "publish", latch_ttl, expected};
-  const std::span<const std::string_view> args =
-      std::span(all_args).first(queued || !expected.empty() ? 6 : 5);
+  // ARGV[6]: "" for any count. ARGV[7]: the resend flag, last (core sets it on a resend).
+  const std::string_view args[] = {"0", lease_s, owner, "publish", latch_ttl, expected, "0"};
   core_->eval(
       queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
       [self = shared_from_this(), raw_name, latch, done = std::move(done)](exec_result res) {

@@ -9,22 +9,27 @@
 -- ARGV[3]  owner field
 -- ARGV[4]  publish command: "publish" or "spublish"
 -- ARGV[5]  latch TTL in ms
--- ARGV[6]  optional: the owner's expected hold count. When given and the owner's count differs,
---          nothing is done and nil is returned (releasing an acquire whose reply was lost).
+-- ARGV[6]  the owner's expected hold count, or "": when given and the owner's count differs,
+--          nothing is done and nil is returned (releasing an acquire whose reply was lost)
+-- ARGV[7]  "1" when an earlier attempt of this unlock may have run (a resend), else "0": only
+--          then can the latch exist (its request id is new with the first attempt), so only then
+--          is it read
 -- Returns  1: fully released (key deleted, message published); 0: still held (count
---          decremented, TTL reset); nil: the owner does not hold the lock. A repeated call with
---          the same latch key returns the first call's result without doing anything.
+--          decremented, TTL reset); nil: the owner does not hold the lock. A resent call (the
+--          same latch key, ARGV[7] "1") returns the first call's result without doing anything.
 local spent_deleted = false
 local function run()
-  local done = redis.call('get', KEYS[3])
-  if done ~= false then
-    return tonumber(done)
+  if ARGV[7] == '1' then
+    local done = redis.call('get', KEYS[3])
+    if done ~= false then
+      return tonumber(done)
+    end
   end
   local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
   if count == nil then
     return nil
   end
-  if ARGV[6] ~= nil and count ~= tonumber(ARGV[6]) then
+  if ARGV[6] ~= '' and count ~= tonumber(ARGV[6]) then
     return nil
   end
   if count > 1 then

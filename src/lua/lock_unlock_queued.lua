@@ -16,6 +16,9 @@
 -- ARGV[6]  the owner's expected hold count, or "": when given and different, nothing is
 --          released (a waiter leaving the queue after its wait ended, in case it was handed
 --          the lock meanwhile)
+-- ARGV[7]  "1" when an earlier attempt of this unlock may have run (a resend), else "0": only
+--          then can the latch exist (its request id is new with the first attempt), so only then
+--          is it read
 -- Returns  1: released (handed over, or deleted); 0: still held; nil: not held by the owner.
 --          The owner's queue entry, if any, is removed in every case.
 -- On the final release the lock goes to the first live waiter (made owner with its own lease,
@@ -25,9 +28,11 @@
 -- hand-off message, so Java waiters behave as before.
 local spent_deleted = false
 local function run()
-  local done = redis.call('get', KEYS[3])
-  if done ~= false then
-    return tonumber(done)
+  if ARGV[7] == '1' then
+    local done = redis.call('get', KEYS[3])
+    if done ~= false then
+      return tonumber(done)
+    end
   end
   --!include queue_prelude.lua
 
