@@ -13,6 +13,8 @@
 -- free: the owner's hold is gone (expired, deleted, force-unlocked), and the client must learn
 -- that, then acquire afresh. Taken here, the new hold would count 1 on the server and N + 1 in
 -- the client, whose inner unlock would then delete the lock under its outer hold.
+-- Constants passed to redis.call are strings ('1', not 1): the server formats a number
+-- argument with snprintf, a measurable share of a short script's cost.
 if ARGV[3] ~= nil then
   local prior = tonumber(ARGV[3])
   local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
@@ -25,7 +27,7 @@ if ARGV[3] ~= nil then
   end
 end
 if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('hincrby', KEYS[1], ARGV[2], '1')
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end

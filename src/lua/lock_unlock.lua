@@ -17,41 +17,10 @@
 -- Returns  1: fully released (key deleted, message published); 0: still held (count
 --          decremented, TTL reset); nil: the owner does not hold the lock. A resent call (the
 --          same latch key, ARGV[7] "1") returns the first call's result without doing anything.
-local spent_deleted = false
-local function run()
-  if ARGV[7] == '1' then
-    local done = redis.call('get', KEYS[3])
-    if done ~= false then
-      return tonumber(done)
-    end
-  end
-  local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
-  if count == nil then
-    return nil
-  end
-  if ARGV[6] ~= '' and count ~= tonumber(ARGV[6]) then
-    return nil
-  end
-  if count > 1 then
-    redis.call('hincrby', KEYS[1], ARGV[3], -1)
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    redis.call('set', KEYS[3], 0, 'px', ARGV[5])
-    return 0
-  end
-  -- The final release deletes first: a server at maxmemory refuses a script whose first write
-  -- may grow memory (HINCRBY, SET), but not DEL, and the writes after it are then allowed.
-  -- The lock and the spent latches go in one DEL.
-  redis.call('del', KEYS[1], unpack(KEYS, 4))
-  spent_deleted = true
-  redis.call(ARGV[4], KEYS[2], ARGV[1])
-  redis.call('set', KEYS[3], 1, 'px', ARGV[5])
-  return 1
-end
-local result = run()
--- Otherwise the spent latches go last: after a write (even a DEL) a script's later writes are let
--- past the server's maxmemory check, so a DEL first would let a partial release (HINCRBY, SET)
--- grow a full server's memory.
-if not spent_deleted and #KEYS > 3 then
-  redis.call('del', unpack(KEYS, 4))
+local spent_from = 4
+--!include unlock_prelude.lua
+local result = latched and tonumber(latched) or release(nil)
+if not spent_deleted and #KEYS >= spent_from then
+  redis.call('del', unpack(KEYS, spent_from))
 end
 return result

@@ -26,57 +26,32 @@
 -- with "<owner> <server ms> 1 <its token>", the 1 saying that a "0" on the Redisson channel
 -- follows), or is deleted. "0" is published on the Redisson channel either way, after the
 -- hand-off message, so Java waiters behave as before.
-local spent_deleted = false
+local spent_from = 7
+--!include unlock_prelude.lua
 local function run()
-  if ARGV[7] == '1' then
-    local done = redis.call('get', KEYS[3])
-    if done ~= false then
-      return tonumber(done)
-    end
+  if latched then
+    return tonumber(latched)
+  end
+  -- Without a queue (the uncontended case) none of the queue's helpers is even defined.
+  if redis.call('exists', KEYS[4]) == 0 then
+    return release(nil)
   end
   --!include queue_prelude.lua
 
-  -- Without a queue (the uncontended case) none of the queue's bookkeeping runs. An owner that
-  -- was not queued (the usual case: a holder) leaves the queue as it was.
-  local queued = redis.call('exists', KEYS[4]) == 1
-  if queued and leave(KEYS[4], KEYS[5], ARGV[3]) then
-    queued = tidy(KEYS[4], KEYS[5])
+  -- An owner that was not queued (the usual case: a holder) leaves the queue as it was.
+  if leave(KEYS[4], KEYS[5], ARGV[3]) and not tidy(KEYS[4], KEYS[5]) then
+    return release(nil)
   end
-  local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
-  if count == nil then
-    return nil
-  end
-  if ARGV[6] ~= '' and count ~= tonumber(ARGV[6]) then
-    return nil
-  end
-  if count > 1 then
-    redis.call('hincrby', KEYS[1], ARGV[3], -1)
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    redis.call('set', KEYS[3], 0, 'px', ARGV[5])
-    return 0
-  end
-  -- The final release deletes first: a server at maxmemory refuses a script whose first write
-  -- may grow memory (HINCRBY, HSET, SET), but not DEL, and the writes after it are then allowed.
-  -- The lock and the spent latches go in one DEL.
-  redis.call('del', KEYS[1], unpack(KEYS, 7))
-  spent_deleted = true
-  local head, lease, token
-  if queued then
-    head, lease, token = live_head(KEYS[4], KEYS[5])
-  end
-  if head then
-    hand_over(KEYS[1], KEYS[4], KEYS[5], head, lease, token, ARGV[4], KEYS[6], '1')
-    tidy(KEYS[4], KEYS[5])
-  end
-  redis.call(ARGV[4], KEYS[2], ARGV[1])
-  redis.call('set', KEYS[3], 1, 'px', ARGV[5])
-  return 1
+  return release(function()
+    local head, lease, token = live_head(KEYS[4], KEYS[5])
+    if head then
+      hand_over(KEYS[1], KEYS[4], KEYS[5], head, lease, token, ARGV[4], KEYS[6], '1')
+      tidy(KEYS[4], KEYS[5])
+    end
+  end)
 end
 local result = run()
--- Otherwise the spent latches go last: after a write (even a DEL) a script's later writes are let
--- past the server's maxmemory check, so a DEL first would let a partial release (HINCRBY, SET)
--- grow a full server's memory.
-if not spent_deleted and #KEYS > 6 then
-  redis.call('del', unpack(KEYS, 7))
+if not spent_deleted and #KEYS >= spent_from then
+  redis.call('del', unpack(KEYS, spent_from))
 end
 return result
