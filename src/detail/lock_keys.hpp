@@ -34,14 +34,12 @@ inline std::string unlock_latch(std::string_view raw_name, std::string_view requ
   return out;
 }
 
-/// rlock's wait queue of a lock (queued hand-off): rlock_queue:{<name>}.
+/// rlock's wait queue of a lock (queued hand-off): rlock_queue:{<name>}. The queued scripts
+/// name the queue's other key, the waiters' liveness rlock_queue_live:{<name>}, and the
+/// hand-off channels' prefix (handoff_channel) after it, as prefix_name does (queue_prelude.lua's
+/// queue_sibling), instead of taking them as arguments.
 inline std::string queue_key(std::string_view raw_name) {
   return prefix_name("rlock_queue", raw_name);
-}
-
-/// The liveness deadlines of the queued waiters: rlock_queue_live:{<name>}.
-inline std::string queue_live_key(std::string_view raw_name) {
-  return prefix_name("rlock_queue_live", raw_name);
 }
 
 /// The prefix of the hand-off channels of a lock: rlock_handoff:{<name>}.
@@ -57,20 +55,6 @@ inline std::string process_handoff_channel(std::string_view raw_name, std::strin
   out += client_id;
   return out;
 }
-
-/// The names a queued script needs besides the lock key (queued hand-off): the queue's two keys
-/// and the prefix of its per-process hand-off channels. Empty when default-constructed (the
-/// queue is off).
-struct queue_names {
-  std::string queue;    ///< rlock_queue:{<name>}
-  std::string live;     ///< rlock_queue_live:{<name>}
-  std::string handoff;  ///< rlock_handoff:{<name>}
-  queue_names() = default;
-  explicit queue_names(std::string_view raw_name)
-      : queue(queue_key(raw_name)),
-        live(queue_live_key(raw_name)),
-        handoff(handoff_channel(raw_name)) {}
-};
 
 /// The owner field: <client uuid>:<owner id>.
 inline std::string owner_field(std::string_view client_id, std::uint64_t owner_id) {

@@ -445,13 +445,13 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     });
   };
   if (core_->cfg().lock_queue) {
-    const queue_names qn(o->req.raw_name);
+    const std::string queue = queue_key(o->req.raw_name);
     // A re-entry is never queued: refused, it becomes a fresh acquire, which may be.
     const bool may_queue = !o->req.single_attempt && o->prior_count == 0;
     const std::string liveness =
         may_queue ? std::to_string(core_->cfg().lock_queue_liveness.count()) : "0";
     if (may_queue) o->enqueued = true;
-    const std::string_view keys[] = {o->req.raw_name, qn.queue, qn.live, qn.handoff};
+    const std::string_view keys[] = {o->req.raw_name, queue};
     const std::string_view args[] = {lease, o->owner, prior, liveness, "publish", o->token};
     lk.unlock();
     core_->eval(lock_acquire_queued_script(), keys, args, opts, std::move(on_reply));
@@ -753,11 +753,11 @@ void lock_service::refresh(const std::string& raw_name) {
     arm_refresh_locked(raw_name, e);
   }
   if (waiting.empty()) return;
-  const queue_names qn(raw_name);
+  const std::string queue = queue_key(raw_name);
   const std::string liveness = std::to_string(core_->cfg().lock_queue_liveness.count());
   std::vector<std::string_view> args = {liveness, "publish"};
   for (auto& w : waiting) args.emplace_back(w->owner);
-  const std::string_view keys[] = {raw_name, qn.queue, qn.live, qn.handoff};
+  const std::string_view keys[] = {raw_name, queue};
   exec_options opts;
   opts.idempotent = true;
   const auto sent = clock::now();
@@ -1007,13 +1007,12 @@ void lock_service::send_unlock(const std::string& raw_name, const std::string& c
   opts.flags_resend = true;  // ARGV[7]: a resent unlock reads its latch, a first one need not
   opts.completes_on_caller = completes_on_caller;
   const bool queued = cfg.lock_queue;
-  const queue_names qn = queued ? queue_names(raw_name) : queue_names();
+  const std::string queue = queued ? queue_key(raw_name) : std::string();
   const std::vector<std::string> spent = spent_latches_.take(raw_name);
-  const auto keys =
-      queued ? with_spent({raw_name, channel, latch, qn.queue, qn.live, qn.handoff}, spent)
-             : with_spent({raw_name, channel, latch}, spent);
-  // ARGV[6]: "" for any count. ARGV[7]: the resend flag, last (core sets it on a resend).
-  const std::string_view args[] = {"0", lease_s, owner, "publish", latch_ttl, expected, "0"};
+  const auto keys = queued ? with_spent({raw_name, channel, latch, queue}, spent)
+                           : with_spent({raw_name, channel, latch}, spent);
+  // ARGV[5]: "" for any count. ARGV[6]: the resend flag, last (core sets it on a resend).
+  const std::string_view args[] = {lease_s, owner, "publish", latch_ttl, expected, "0"};
   core_->eval(
       queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
       [self = shared_from_this(), raw_name, latch, done = std::move(done)](exec_result res) {
@@ -1232,11 +1231,11 @@ void lock_service::force_unlock(const std::string& raw_name,
                                 std::string* error_detail) {
   const std::string channel = lock_channel(raw_name);
   const bool queued = core_->cfg().lock_queue;
-  const queue_names qn = queued ? queue_names(raw_name) : queue_names();
+  const std::string queue = queued ? queue_key(raw_name) : std::string();
   const std::string_view keys_plain[] = {raw_name, channel};
   // Queued mode: the lock goes to the first live waiter, like on an unlock (its waiters listen
   // only on their hand-off channels while an rlock client holds the lock).
-  const std::string_view keys_queued[] = {raw_name, channel, qn.queue, qn.live, qn.handoff};
+  const std::string_view keys_queued[] = {raw_name, channel, queue};
   const std::span<const std::string_view> keys =
       queued ? std::span<const std::string_view>(keys_queued) : keys_plain;
   const std::string_view args[] = {"0", "publish"};

@@ -1,10 +1,10 @@
 -- lock_acquire_queued: take the lock, or join its wait queue (rlock's queued hand-off).
 -- KEYS[1]  the lock key: a hash of owner field -> hold count (Redisson's layout)
--- KEYS[2]  the wait queue "rlock_queue:{<name>}": a zset of owner field -> arrival number
--- KEYS[3]  the waiters' liveness "rlock_queue_live:{<name>}": a hash of owner field ->
---          "<deadline ms>:<lease ms>"; the deadline is on the Redis server's clock (TIME)
--- KEYS[4]  the hand-off channels' prefix "rlock_handoff:{<name>}": a waiter's process listens on
---          "<prefix>:<client uuid>"
+-- KEYS[2]  the wait queue "rlock_queue:{<name>}": a zset of owner field -> arrival number.
+--          Named after it (queue_sibling): the waiters' liveness "rlock_queue_live:{<name>}", a
+--          hash of owner field -> "<deadline ms>:<lease ms>:<token>" with the deadline on the
+--          Redis server's clock (TIME), and the hand-off channels' prefix
+--          "rlock_handoff:{<name>}" (a waiter's process listens on "<prefix>:<client uuid>")
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner field "<client-uuid>:<owner-id>"
 -- ARGV[3]  the owner's hold count before this acquire. The owner is blocked in this acquire, so
@@ -39,14 +39,15 @@ if ARGV[3] == '0' and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
 end
 local queued = redis.call('exists', KEYS[2]) == 1
 --!include queue_prelude.lua
+local live = queue_sibling(KEYS[2], 'rlock_queue_live')
 local prior = tonumber(ARGV[3])
 local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
 
 if held == prior + 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   if queued then
-    leave(KEYS[2], KEYS[3], ARGV[2])
-    tidy(KEYS[2], KEYS[3])
+    leave(KEYS[2], live, ARGV[2])
+    tidy(KEYS[2], live)
   end
   return nil
 end
@@ -61,18 +62,18 @@ end
 if redis.call('exists', KEYS[1]) == 0 then
   local head, lease, token
   if queued then
-    head, lease, token = live_head(KEYS[2], KEYS[3])
+    head, lease, token = live_head(KEYS[2], live)
   end
   if head == nil or head == ARGV[2] then
     if queued then
-      leave(KEYS[2], KEYS[3], ARGV[2])
-      tidy(KEYS[2], KEYS[3])
+      leave(KEYS[2], live, ARGV[2])
+      tidy(KEYS[2], live)
     end
     redis.call('hset', KEYS[1], ARGV[2], '1')
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
   end
-  hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, token, ARGV[5], KEYS[4], '0')
+  hand_over(KEYS[1], KEYS[2], live, head, lease, token, ARGV[5], '0')
 end
 if ARGV[4] ~= '0' then
   if redis.call('zscore', KEYS[2], ARGV[2]) == false then
@@ -83,11 +84,11 @@ if ARGV[4] ~= '0' then
     end
     redis.call('zadd', KEYS[2], n, ARGV[2])
   end
-  redis.call('hset', KEYS[3], ARGV[2],
+  redis.call('hset', live, ARGV[2],
     (now() + tonumber(ARGV[4])) .. ':' .. ARGV[1] .. ':' .. ARGV[6])
   -- Queue keys expire when nobody refreshes them any more (every waiter crashed); never sooner
   -- than another waiter's longer liveness asked for.
   extend(KEYS[2], tonumber(ARGV[4]) * 2)
-  extend(KEYS[3], tonumber(ARGV[4]) * 2)
+  extend(live, tonumber(ARGV[4]) * 2)
 end
 return {redis.call('pttl', KEYS[1]), now(), holder_hands_off(KEYS[1])}

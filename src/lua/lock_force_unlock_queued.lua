@@ -2,9 +2,8 @@
 -- of rlock's queue, if any; wake Redisson's waiters either way (§1.4 with the queued hand-off).
 -- KEYS[1]  the lock key
 -- KEYS[2]  the lock channel "redisson_lock__channel:{<name>}"
--- KEYS[3]  the wait queue "rlock_queue:{<name>}"
--- KEYS[4]  the waiters' liveness "rlock_queue_live:{<name>}"
--- KEYS[5]  the hand-off channels' prefix "rlock_handoff:{<name>}"
+-- KEYS[3]  the wait queue "rlock_queue:{<name>}"; the waiters' liveness and the hand-off
+--          channels are named after it (queue_prelude's queue_sibling)
 -- ARGV[1]  the unlock message, "0"
 -- ARGV[2]  publish command: "publish" or "spublish"
 -- Returns  1 when a lock existed (and the message was published), 0 otherwise.
@@ -16,10 +15,11 @@ if redis.call('del', KEYS[1]) == 0 then
   return 0
 end
 if redis.call('exists', KEYS[3]) == 1 then
-  local head, lease, token = live_head(KEYS[3], KEYS[4])
+  local live = queue_sibling(KEYS[3], 'rlock_queue_live')
+  local head, lease, token = live_head(KEYS[3], live)
   if head then
-    hand_over(KEYS[1], KEYS[3], KEYS[4], head, lease, token, ARGV[2], KEYS[5], '1')
-    tidy(KEYS[3], KEYS[4])
+    hand_over(KEYS[1], KEYS[3], live, head, lease, token, ARGV[2], '1')
+    tidy(KEYS[3], live)
   end
 end
 redis.call(ARGV[2], KEYS[2], ARGV[1])

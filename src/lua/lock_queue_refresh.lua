@@ -1,8 +1,7 @@
 -- lock_queue_refresh: keep a process's queued waiters alive, and find hand-offs they missed.
 -- KEYS[1]  the lock key
--- KEYS[2]  the wait queue "rlock_queue:{<name>}"
--- KEYS[3]  the waiters' liveness "rlock_queue_live:{<name>}"
--- KEYS[4]  the hand-off channels' prefix "rlock_handoff:{<name>}"
+-- KEYS[2]  the wait queue "rlock_queue:{<name>}"; the waiters' liveness and the hand-off
+--          channels are named after it (queue_prelude's queue_sibling)
 -- ARGV[1]  liveness in ms
 -- ARGV[2]  publish command
 -- ARGV[3..] owner fields of this process's waiters on this lock
@@ -15,19 +14,20 @@
 -- If the lock is free (its holder expired, or a client that does not hand over released it)
 -- the first live waiter is made owner and told on its process's channel.
 --!include queue_prelude.lua
+local live = queue_sibling(KEYS[2], 'rlock_queue_live')
 
 for i = 3, #ARGV do
   if redis.call('zscore', KEYS[2], ARGV[i]) then
     -- The entry's "<lease>:<token>" is kept; only its deadline moves.
-    local v = redis.call('hget', KEYS[3], ARGV[i])
+    local v = redis.call('hget', live, ARGV[i])
     local rest = v and string.match(v, '^%d+:(%d+:?%w*)$') or '30000:'
-    redis.call('hset', KEYS[3], ARGV[i], (now() + tonumber(ARGV[1])) .. ':' .. rest)
+    redis.call('hset', live, ARGV[i], (now() + tonumber(ARGV[1])) .. ':' .. rest)
   end
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  local head, lease, token = live_head(KEYS[2], KEYS[3])
+  local head, lease, token = live_head(KEYS[2], live)
   if head then
-    hand_over(KEYS[1], KEYS[2], KEYS[3], head, lease, token, ARGV[2], KEYS[4], '0')
+    hand_over(KEYS[1], KEYS[2], live, head, lease, token, ARGV[2], '0')
   end
 end
 local result = {now()}
@@ -44,8 +44,8 @@ for i = 3, #ARGV do
     result[#result + 1] = 0
   end
 end
-if tidy(KEYS[2], KEYS[3]) then
+if tidy(KEYS[2], live) then
   extend(KEYS[2], tonumber(ARGV[1]) * 2)
-  extend(KEYS[3], tonumber(ARGV[1]) * 2)
+  extend(live, tonumber(ARGV[1]) * 2)
 end
 return result

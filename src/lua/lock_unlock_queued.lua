@@ -3,30 +3,28 @@
 -- KEYS[1]  the lock key
 -- KEYS[2]  the Redisson channel "redisson_lock__channel:{<name>}"
 -- KEYS[3]  the unlock latch "redisson_unlock_latch:{<name>}:<32 hex request id>"
--- KEYS[4]  the wait queue "rlock_queue:{<name>}"
--- KEYS[5]  the waiters' liveness "rlock_queue_live:{<name>}"
--- KEYS[6]  the hand-off channels' prefix "rlock_handoff:{<name>}"
--- KEYS[7..] optional: earlier unlock latches of this lock that no attempt can read any more
+-- KEYS[4]  the wait queue "rlock_queue:{<name>}"; the waiters' liveness and the hand-off
+--          channels are named after it (queue_prelude's queue_sibling)
+-- KEYS[5..] optional: earlier unlock latches of this lock that no attempt can read any more
 --          (their unlocks were answered on their only attempt), deleted here
--- ARGV[1]  the unlock message, "0"
--- ARGV[2]  lease in ms applied when holds remain
--- ARGV[3]  owner field
--- ARGV[4]  publish command: "publish" or "spublish"
--- ARGV[5]  latch TTL in ms
--- ARGV[6]  the owner's expected hold count, or "": when given and different, nothing is
+-- ARGV[1]  lease in ms applied when holds remain
+-- ARGV[2]  owner field
+-- ARGV[3]  publish command: "publish" or "spublish"
+-- ARGV[4]  latch TTL in ms
+-- ARGV[5]  the owner's expected hold count, or "": when given and different, nothing is
 --          released (a waiter leaving the queue after its wait ended, in case it was handed
 --          the lock meanwhile)
--- ARGV[7]  "1" when an earlier attempt of this unlock may have run (a resend), else "0": only
+-- ARGV[6]  "1" when an earlier attempt of this unlock may have run (a resend), else "0": only
 --          then can the latch exist (its request id is new with the first attempt), so only then
 --          is it read
 -- Returns  1: released (handed over, or deleted); 0: still held; nil: not held by the owner.
 --          The owner's queue entry, if any, is removed in every case.
 -- On the final release the lock goes to the first live waiter (made owner with its own lease,
--- at most until its queue deadline, told on its process's channel "<KEYS[6]>:<client uuid>"
+-- at most until its queue deadline, told on its process's channel "rlock_handoff:{<name>}:<client uuid>"
 -- with "<owner> <server ms> 1 <its token>", the 1 saying that a "0" on the Redisson channel
 -- follows), or is deleted. "0" is published on the Redisson channel either way, after the
 -- hand-off message, so Java waiters behave as before.
-local spent_from = 7
+local spent_from = 5
 --!include unlock_prelude.lua
 local function run()
   if latched then
@@ -39,14 +37,15 @@ local function run()
   --!include queue_prelude.lua
 
   -- An owner that was not queued (the usual case: a holder) leaves the queue as it was.
-  if leave(KEYS[4], KEYS[5], ARGV[3]) and not tidy(KEYS[4], KEYS[5]) then
+  local live = queue_sibling(KEYS[4], 'rlock_queue_live')
+  if leave(KEYS[4], live, ARGV[2]) and not tidy(KEYS[4], live) then
     return release(nil)
   end
   return release(function()
-    local head, lease, token = live_head(KEYS[4], KEYS[5])
+    local head, lease, token = live_head(KEYS[4], live)
     if head then
-      hand_over(KEYS[1], KEYS[4], KEYS[5], head, lease, token, ARGV[4], KEYS[6], '1')
-      tidy(KEYS[4], KEYS[5])
+      hand_over(KEYS[1], KEYS[4], live, head, lease, token, ARGV[3], '1')
+      tidy(KEYS[4], live)
     end
   end)
 end

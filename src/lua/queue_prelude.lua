@@ -1,13 +1,21 @@
 -- queue_prelude: helpers of the queued scripts, included where a script says
 -- `--!include queue_prelude.lua` (cmake/embed_lua.cmake). A queue is two keys in the lock's
--- slot: q, a zset of owner field -> arrival number, and live, a hash of owner field ->
--- "<deadline ms>:<lease ms>:<token>" with the deadline on the server's clock and the token of
--- the acquire that queued it (an id unique within its client). Hand-off messages go to the
--- recipient's process only: "<hand-off prefix>:<client uuid>", so that the other waiting
--- processes are not woken; they carry the token, so that a late message cannot be taken for a
--- later acquire of the same owner.
+-- slot: q, a zset of owner field -> arrival number, and live (named after q: queue_sibling), a
+-- hash of owner field -> "<deadline ms>:<lease ms>:<token>" with the deadline on the server's
+-- clock and the token of the acquire that queued it (an id unique within its client).
+-- Hand-off messages go to the recipient's process only: "rlock_handoff:{<name>}:<client uuid>",
+-- so that the other waiting processes are not woken; they carry the token, so that a late
+-- message cannot be taken for a later acquire of the same owner.
 -- Constants passed to redis.call are strings ('1', not 1): the server formats a number
 -- argument with snprintf, a measurable share of a short script's cost.
+-- The key or channel `prefix` of the lock whose queue is `q`: `prefix` followed by what follows
+-- "rlock_queue" in q (":{<name>}", or ":<name>" when the name has a hash tag), so it has the
+-- same hash tag as the lock (the same slot). Scripts name the liveness hash and the hand-off
+-- channels' prefix this way instead of taking them as arguments: each argument of a script
+-- costs the server more than the concatenation.
+local function queue_sibling(q, prefix)
+  return prefix .. string.sub(q, 12)
+end
 local now_ms
 -- The server's time in ms, read once per script run, and only if needed.
 local function now()
@@ -56,12 +64,12 @@ local function live_head(q, live)
   end
 end
 -- Tells `who` that it now holds the lock, on its own process's hand-off channel
--- "<prefix>:<client uuid>" (the owner field up to its last ':'), with the payload
+-- "rlock_handoff:{<name>}:<client uuid>" (the owner field up to its last ':'), with the payload
 -- "<who> <server ms> <zero_follows> <token>". `zero_follows`: "1" when a "0" on the Redisson
 -- channel follows in the same script, else "0"; `token`: the one of the acquire that queued it.
-local function tell(pub, prefix, who, zero_follows, token)
+local function tell(pub, q, who, zero_follows, token)
   local process = string.match(who, '^(.*):')
-  redis.call(pub, prefix .. ':' .. process,
+  redis.call(pub, queue_sibling(q, 'rlock_handoff') .. ':' .. process,
     who .. ' ' .. now() .. ' ' .. zero_follows .. ' ' .. (token or ''))
 end
 -- 1 when the lock's holder hands it over through the queue when it unlocks: an rlock client
@@ -77,11 +85,11 @@ local function holder_hands_off(lock)
 end
 -- Makes `who` (a live waiter) the owner of the free lock with its own lease, takes it off the
 -- queue and tells it (see tell). The caller tidies the queue.
-local function hand_over(lock, q, live, who, lease, token, pub, prefix, zero_follows)
+local function hand_over(lock, q, live, who, lease, token, pub, zero_follows)
   redis.call('hset', lock, who, '1')
   redis.call('pexpire', lock, lease)
   leave(q, live, who)
-  tell(pub, prefix, who, zero_follows, token)
+  tell(pub, q, who, zero_follows, token)
 end
 -- Sets `key`'s TTL to `ms` unless it already has a longer one: waiters of clients configured
 -- with a longer liveness keep their queue.

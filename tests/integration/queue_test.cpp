@@ -249,6 +249,38 @@ TEST(queue, a_timed_out_waiter_that_was_handed_the_lock_passes_it_on) {
   EXPECT_EQ(server.cli({"EXISTS", "pass", "rlock_queue:{pass}", "rlock_queue_live:{pass}"}), "0");
 }
 
+// The scripts name the liveness hash and the hand-off channel after the queue key (Lua's
+// queue_sibling), the client names its channel with prefix_name: a name with its own hash tag
+// must come out the same on both sides, or the waiter never hears its hand-off.
+TEST(queue, a_name_with_a_hash_tag_queues_and_hands_over_under_its_own_tag) {
+  redis_server server;
+  client a(config_for(server));
+  client b(config_for(server));
+  const std::string name = "{user}:lock";
+  auto la = a.get_lock(name);
+  la.lock();
+  auto lb = b.get_lock(name);
+  auto waiter = std::async(std::launch::async, [&] {
+    lb.lock();
+    const auto fields = server.cli_reply({"HGETALL", name}).as_map();
+    lb.unlock_or_throw();
+    return fields;
+  });
+  ASSERT_TRUE(wait_until([&] { return zcard(server, "rlock_queue:{user}:lock") == 1; }, 5s));
+  EXPECT_EQ(server.cli({"HLEN", "rlock_queue_live:{user}:lock"}), "1");
+  ASSERT_TRUE(wait_until(
+      [&] { return numsub_of(server, "rlock_handoff:{user}:lock:" + b.id()) == 1; }, 5s));
+  const long long scripts_before = evalsha_calls(server);
+  la.unlock_or_throw();
+  const auto fields = waiter.get();
+  EXPECT_EQ(fields.size(), 1u);
+  EXPECT_TRUE(fields.begin()->first.starts_with(b.id())) << "handed to the queued waiter";
+  // a's unlock handed over and b's unlock released: b never re-tried its acquire.
+  EXPECT_EQ(evalsha_calls(server), scripts_before + 2);
+  EXPECT_EQ(server.cli({"EXISTS", name, "rlock_queue:{user}:lock", "rlock_queue_live:{user}:lock"}),
+            "0");
+}
+
 TEST(queue, waiters_behind_queued_holders_are_told_on_their_own_process_channel_only) {
   redis_server server;
   client a(config_for(server));
