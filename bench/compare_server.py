@@ -32,8 +32,8 @@ def server_version():
     return out.stdout.strip()
 
 
-def _wait_ready(proc, port):
-    deadline = time.monotonic() + START_TIMEOUT_S
+def _wait_ready(proc, port, timeout_s):
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False
@@ -45,36 +45,37 @@ def _wait_ready(proc, port):
     return False
 
 
-def _stop(proc, port):
+def _stop(proc, port, timeout_s):
     if proc.poll() is None:
         try:
             redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).shutdown(nosave=True)
         except redis.exceptions.RedisError:
             pass  # SHUTDOWN closes the connection; an error here is the expected reply
         try:
-            proc.wait(timeout=STOP_TIMEOUT_S)
+            proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
 
 
 @contextlib.contextmanager
-def private_server():
-    """Yields the port of a fresh redis-server; stops it when the block ends."""
+def private_server(prefix=(), start_timeout_s=START_TIMEOUT_S):
+    """Yields the port of a fresh redis-server; stops it when the block ends. `prefix`: a command
+    the server runs under (valgrind, say), which may need a longer `start_timeout_s`."""
     workdir = tempfile.mkdtemp(prefix="rlock-compare-")
     try:
         for _ in range(5):  # the free port can be taken between probe and bind: retry
             port = free_port()
             proc = subprocess.Popen(
-                ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                list(prefix) + ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
                  "--appendonly", "no", "--dir", workdir, "--logfile", workdir + "/redis.log"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                if _wait_ready(proc, port):
+                if _wait_ready(proc, port, start_timeout_s):
                     yield port
                     return
             finally:
-                _stop(proc, port)
+                _stop(proc, port, max(STOP_TIMEOUT_S, start_timeout_s))
         raise RuntimeError("redis-server did not start (see its log in " + workdir + ")")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
