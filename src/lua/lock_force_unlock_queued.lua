@@ -8,8 +8,9 @@
 -- ARGV[2]  publish command: "publish" or "spublish"
 -- Returns  1 when a lock existed (and the message was published), 0 otherwise.
 -- Queued waiters behind an rlock holder listen only on their process's hand-off channel, so a
--- forced unlock hands over like an unlock does: the first live waiter is made owner (with its
--- own lease, at most until its queue deadline) and told with "<owner> <server ms> 1 <its token>", then "0" is published.
+-- forced unlock hands over like an unlock does: the first live waiter is made owner (with its own
+-- lease, at most until its queue deadline) and told with "<owner> <server ms> 1 <its token>", then
+-- "0" is published.
 --!include queue_prelude.lua
 if redis.call('del', KEYS[1]) == 0 then
   return 0

@@ -13,9 +13,10 @@
 -- ARGV[6]  "1" when an earlier attempt of this unlock may have run (a resend), else "0": only
 --          then can the latch exist (its request id is new with the first attempt), so only then
 --          is it read
--- Returns  1: fully released (key deleted, Redisson's unlock message "0" published); 0: still held (count
---          decremented, TTL reset); nil: the owner does not hold the lock. A resent call (the
---          same latch key, ARGV[6] "1") returns the first call's result without doing anything.
+-- Returns  1: fully released (key deleted, Redisson's unlock message "0" published); 0: still
+--          held (count decremented, TTL reset); nil: the owner does not hold the lock. A resent
+--          call (the same latch key, ARGV[6] "1") returns the first call's result without doing
+--          anything.
 local spent_from = 4
 --!include unlock_prelude.lua
 local result = latched and tonumber(latched) or release(nil)

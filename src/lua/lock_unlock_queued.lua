@@ -19,11 +19,11 @@
 --          is it read
 -- Returns  1: released (handed over, or deleted); 0: still held; nil: not held by the owner.
 --          The owner's queue entry, if any, is removed in every case.
--- On the final release the lock goes to the first live waiter (made owner with its own lease,
--- at most until its queue deadline, told on its process's channel "rlock_handoff:{<name>}:<client uuid>"
--- with "<owner> <server ms> 1 <its token>", the 1 saying that a "0" on the Redisson channel
--- follows), or is deleted. "0" is published on the Redisson channel either way, after the
--- hand-off message, so Java waiters behave as before.
+-- On the final release the lock goes to the first live waiter (made owner with its own lease, at
+-- most until its queue deadline, told on its process's channel
+-- "rlock_handoff:{<name>}:<client uuid>" with "<owner> <server ms> 1 <its token>", the 1 saying
+-- that a "0" on the Redisson channel follows), or is deleted. "0" is published on the Redisson
+-- channel either way, after the hand-off message, so Java waiters behave as before.
 local spent_from = 5
 --!include unlock_prelude.lua
 local function run()
