@@ -300,8 +300,9 @@ void core::send(const std::shared_ptr<attempt>& a) {
     complete_closed([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
     return;
   }
-  if (a->flags_resend && a->written_once) {
-    // The encoded command ends with its flag: "$1\r\n0\r\n" (evalsha_to_eval keeps the end).
+  // The encoded command ends with its flag, "$1\r\n0\r\n" until a resend sets it (evalsha_to_eval
+  // keeps the end).
+  if (a->flags_resend && a->written_once && a->payload.ends_with("$1\r\n0\r\n")) {
     a->payload[a->payload.size() - 3] = '1';
   }
   request r;

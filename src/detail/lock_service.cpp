@@ -1004,7 +1004,7 @@ void lock_service::send_unlock(const std::string& raw_name, const std::string& c
       std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
   exec_options opts;
   opts.idempotent = true;    // the latch returns the first result to a resent unlock
-  opts.flags_resend = true;  // ARGV[7]: a resent unlock reads its latch, a first one need not
+  opts.flags_resend = true;  // ARGV[6]: a resent unlock reads its latch, a first one need not
   opts.completes_on_caller = completes_on_caller;
   const bool queued = cfg.lock_queue;
   const std::string queue = queued ? queue_key(raw_name) : std::string();
