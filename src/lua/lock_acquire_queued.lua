@@ -38,8 +38,8 @@ if ARGV[3] == '0' and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
   return nil
 end
 local queued = redis.call('exists', KEYS[2]) == 1
+local queue_key = KEYS[2]
 --!include queue_prelude.lua
-local live = queue_sibling(KEYS[2], 'rlock_queue_live')
 local prior = tonumber(ARGV[3])
 local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
 

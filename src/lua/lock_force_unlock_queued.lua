@@ -11,12 +11,12 @@
 -- forced unlock hands over like an unlock does: the first live waiter is made owner (with its own
 -- lease, at most until its queue deadline) and told with "<owner> <server ms> 1 <its token>", then
 -- "0" is published.
+local queue_key = KEYS[3]
 --!include queue_prelude.lua
 if redis.call('del', KEYS[1]) == 0 then
   return 0
 end
 if redis.call('exists', KEYS[3]) == 1 then
-  local live = queue_sibling(KEYS[3], 'rlock_queue_live')
   local head, lease, token = live_head(KEYS[3], live)
   if head then
     hand_over(KEYS[1], KEYS[3], live, head, lease, token, ARGV[2], '1')

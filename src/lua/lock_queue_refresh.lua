@@ -13,8 +13,8 @@
 --          it is in neither (its entry was dropped as stale: it must queue again).
 -- If the lock is free (its holder expired, or a client that does not hand over released it)
 -- the first live waiter is made owner and told on its process's channel.
+local queue_key = KEYS[2]
 --!include queue_prelude.lua
-local live = queue_sibling(KEYS[2], 'rlock_queue_live')
 
 for i = 3, #ARGV do
   if redis.call('zscore', KEYS[2], ARGV[i]) then

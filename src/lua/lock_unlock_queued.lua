@@ -34,10 +34,10 @@ local function run()
   if redis.call('exists', KEYS[4]) == 0 then
     return release(nil)
   end
+  local queue_key = KEYS[4]
   --!include queue_prelude.lua
 
   -- An owner that was not queued (the usual case: a holder) leaves the queue as it was.
-  local live = queue_sibling(KEYS[4], 'rlock_queue_live')
   if leave(KEYS[4], live, ARGV[2]) and not tidy(KEYS[4], live) then
     return release(nil)
   end

@@ -1,11 +1,12 @@
 -- queue_prelude: helpers of the queued scripts, included where a script says
--- `--!include queue_prelude.lua` (cmake/embed_lua.cmake). A queue is two keys in the lock's
--- slot: q, a zset of owner field -> arrival number, and live (named after q: queue_sibling), a
--- hash of owner field -> "<deadline ms>:<lease ms>:<token>" with the deadline on the server's
--- clock and the token of the acquire that queued it (an id unique within its client).
--- Hand-off messages go to the recipient's process only: "rlock_handoff:{<name>}:<client uuid>",
--- so that the other waiting processes are not woken; they carry the token, so that a late
--- message cannot be taken for a later acquire of the same owner.
+-- `--!include queue_prelude.lua` (cmake/embed_lua.cmake), after defining `queue_key`, the
+-- lock's queue key. A queue is two keys in the lock's slot: q, a zset of owner field -> arrival
+-- number, and live (named after q: queue_sibling), a hash of owner field ->
+-- "<deadline ms>:<lease ms>:<token>" with the deadline on the server's clock and the token of
+-- the acquire that queued it (an id unique within its client). Hand-off messages go to the
+-- recipient's process only: "rlock_handoff:{<name>}:<client uuid>", so that the other waiting
+-- processes are not woken; they carry the token, so that a late message cannot be taken for a
+-- later acquire of the same owner.
 -- Constants passed to redis.call are strings ('1', not 1): the server formats a number
 -- argument with snprintf, a measurable share of a short script's cost.
 -- The key or channel `prefix` of the lock whose queue is `q`: `prefix` followed by what follows
@@ -16,6 +17,9 @@
 local function queue_sibling(q, prefix)
   return prefix .. string.sub(q, 12)
 end
+-- The waiters' liveness hash of the including script's queue, `queue_key` (a local the script
+-- defines before this include): rlock_queue_live:{<name>}.
+local live = queue_sibling(queue_key, 'rlock_queue_live')
 local now_ms
 -- The server's time in ms, read once per script run, and only if needed.
 local function now()
