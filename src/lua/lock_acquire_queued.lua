@@ -47,7 +47,6 @@ if held == prior + 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   if queued then
     leave(KEYS[2], live, ARGV[2])
-    tidy(KEYS[2], live)
   end
   return nil
 end
@@ -62,18 +61,16 @@ end
 if redis.call('exists', KEYS[1]) == 0 then
   local head, lease, token
   if queued then
-    head, lease, token = live_head(KEYS[2], live)
+    head, lease, token = pop_live_head(KEYS[2], live)
   end
+  -- Off the queue either way: taken off as its head, or dropped on the way as stale (a live
+  -- entry of the owner would have been reached before the queue ran out).
   if head == nil or head == ARGV[2] then
-    if queued then
-      leave(KEYS[2], live, ARGV[2])
-      tidy(KEYS[2], live)
-    end
     redis.call('hset', KEYS[1], ARGV[2], '1')
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
   end
-  hand_over(KEYS[1], KEYS[2], live, head, lease, token, ARGV[5], '0')
+  hand_over(KEYS[1], head, lease, token, ARGV[5], '0')
 end
 if ARGV[4] ~= '0' then
   if redis.call('zscore', KEYS[2], ARGV[2]) == false then

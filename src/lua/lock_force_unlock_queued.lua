@@ -16,12 +16,9 @@ local queue_key = KEYS[3]
 if redis.call('del', KEYS[1]) == 0 then
   return 0
 end
-if redis.call('exists', KEYS[3]) == 1 then
-  local head, lease, token = live_head(KEYS[3], live)
-  if head then
-    hand_over(KEYS[1], KEYS[3], live, head, lease, token, ARGV[2], '1')
-    tidy(KEYS[3], live)
-  end
+local head, lease, token = pop_live_head(KEYS[3], live)
+if head then
+  hand_over(KEYS[1], head, lease, token, ARGV[2], '1')
 end
 redis.call(ARGV[2], KEYS[2], ARGV[1])
 return 1

@@ -25,10 +25,18 @@ for i = 3, #ARGV do
   end
 end
 if redis.call('exists', KEYS[1]) == 0 then
-  local head, lease, token = live_head(KEYS[2], live)
+  local head, lease, token = pop_live_head(KEYS[2], live)
   if head then
-    hand_over(KEYS[1], KEYS[2], live, head, lease, token, ARGV[2], '0')
+    hand_over(KEYS[1], head, lease, token, ARGV[2], '0')
   end
+end
+-- Deletes an empty queue (and a liveness hash left without it); true while it has waiters.
+local function tidy(q)
+  if redis.call('zcard', q) == 0 then
+    redis.call('del', q, live)
+    return false
+  end
+  return true
 end
 local result = {now()}
 local queued_status = 2
@@ -44,7 +52,7 @@ for i = 3, #ARGV do
     result[#result + 1] = 0
   end
 end
-if tidy(KEYS[2], live) then
+if tidy(KEYS[2]) then
   extend(KEYS[2], tonumber(ARGV[1]) * 2)
   extend(live, tonumber(ARGV[1]) * 2)
 end

@@ -38,14 +38,11 @@ local function run()
   --!include queue_prelude.lua
 
   -- An owner that was not queued (the usual case: a holder) leaves the queue as it was.
-  if leave(KEYS[4], live, ARGV[2]) and not tidy(KEYS[4], live) then
-    return release(nil)
-  end
+  leave(KEYS[4], live, ARGV[2])
   return release(function()
-    local head, lease, token = live_head(KEYS[4], live)
+    local head, lease, token = pop_live_head(KEYS[4], live)
     if head then
-      hand_over(KEYS[1], KEYS[4], live, head, lease, token, ARGV[3], '1')
-      tidy(KEYS[4], live)
+      hand_over(KEYS[1], head, lease, token, ARGV[3], '1')
     end
   end)
 end

@@ -30,7 +30,8 @@ local function now()
   return now_ms
 end
 -- Takes `who` off the queue; true if it was queued. A liveness entry is only ever read for a
--- queued owner, so one is deleted only with its queue entry.
+-- queued owner, so one is deleted only with its queue entry. (Redis deletes a zset or a hash
+-- with its last member: a queue emptied this way is gone.)
 local function leave(q, live, who)
   if redis.call('zrem', q, who) == 0 then
     return false
@@ -38,42 +39,37 @@ local function leave(q, live, who)
   redis.call('hdel', live, who)
   return true
 end
--- Deletes an empty queue; true while it has waiters.
-local function tidy(q, live)
-  if redis.call('zcard', q) == 0 then
-    redis.call('del', q, live)
-    return false
-  end
-  return true
-end
--- The first waiter whose deadline has not passed, the TTL to hand it the lock with and its
--- token; stale entries on the way are dropped. nil when there is none. The TTL is the waiter's
--- lease, but never past its deadline: a waiter that died since its last refresh holds the lock
--- only until then, not for its whole lease. A live one extends it once told (its watchdog's
--- first renewal comes within a third of the TTL; a longer explicit lease is set at once).
-local function live_head(q, live)
+-- Takes the first waiter whose deadline has not passed off the queue and returns it with the
+-- TTL to hand it the lock with and its token; stale entries on the way are dropped. nil when
+-- there is none. The TTL is the waiter's lease, but never past its deadline: a waiter that died
+-- since its last refresh holds the lock only until then, not for its whole lease. A live one
+-- extends it once told (its watchdog's first renewal comes within a third of the TTL; a longer
+-- explicit lease is set at once). (ZRANGE and ZREM, not ZPOPMIN: the documented ACL rule and
+-- servers older than Redis 5.0 keep working.)
+local function pop_live_head(q, live)
   while true do
     local head = redis.call('zrange', q, '0', '0')[1]
     if not head then
       return nil
     end
+    redis.call('zrem', q, head)
     local v = redis.call('hget', live, head)
     if v then
+      redis.call('hdel', live, head)
       local deadline, lease, token = string.match(v, '^(%d+):(%d+):?(%w*)$')
       if deadline and tonumber(deadline) > now() then
         return head, math.min(tonumber(lease), tonumber(deadline) - now()), token
       end
     end
-    leave(q, live, head)
   end
 end
 -- Tells `who` that it now holds the lock, on its own process's hand-off channel
 -- "rlock_handoff:{<name>}:<client uuid>" (the owner field up to its last ':'), with the payload
 -- "<who> <server ms> <zero_follows> <token>". `zero_follows`: "1" when a "0" on the Redisson
 -- channel follows in the same script, else "0"; `token`: the one of the acquire that queued it.
-local function tell(pub, q, who, zero_follows, token)
+local function tell(pub, who, zero_follows, token)
   local process = string.match(who, '^(.*):')
-  redis.call(pub, queue_sibling(q, 'rlock_handoff') .. ':' .. process,
+  redis.call(pub, queue_sibling(queue_key, 'rlock_handoff') .. ':' .. process,
     who .. ' ' .. now() .. ' ' .. zero_follows .. ' ' .. (token or ''))
 end
 -- 1 when the lock's holder hands it over through the queue when it unlocks: an rlock client
@@ -87,13 +83,12 @@ local function holder_hands_off(lock)
   end
   return 0
 end
--- Makes `who` (a live waiter) the owner of the free lock with its own lease, takes it off the
--- queue and tells it (see tell). The caller tidies the queue.
-local function hand_over(lock, q, live, who, lease, token, pub, zero_follows)
+-- Makes `who` (a live waiter that pop_live_head took off the queue) the owner of the free lock
+-- with its own lease, and tells it (see tell).
+local function hand_over(lock, who, lease, token, pub, zero_follows)
   redis.call('hset', lock, who, '1')
   redis.call('pexpire', lock, lease)
-  leave(q, live, who)
-  tell(pub, q, who, zero_follows, token)
+  tell(pub, who, zero_follows, token)
 end
 -- Sets `key`'s TTL to `ms` unless it already has a longer one: waiters of clients configured
 -- with a longer liveness keep their queue.
