@@ -32,12 +32,22 @@
 -- argument with snprintf, a measurable share of a short script's cost.
 -- The uncontended case first: a free lock without a queue is taken before the queue's helpers
 -- are even defined (one read, EXISTS of both keys, and two writes).
-if ARGV[3] == '0' and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
+-- Otherwise that count (2: both exist) saves looking at each key again.
+local present = ARGV[3] == '0' and redis.call('exists', KEYS[1], KEYS[2])
+if present == 0 then
   redis.call('hset', KEYS[1], ARGV[2], '1')
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-local queued = redis.call('exists', KEYS[2]) == 1
+local queued = present == 2 or redis.call('exists', KEYS[2]) == 1
+-- Whether the lock exists, where the count says (nil: not known yet). Nothing below writes the
+-- lock before it is read.
+local lock_exists = nil
+if present == 2 then
+  lock_exists = true
+elseif present == 1 then
+  lock_exists = not queued
+end
 local queue_key = KEYS[2]
 --!include queue_prelude.lua
 local prior = tonumber(ARGV[3])
@@ -58,7 +68,10 @@ end
 if prior > 0 then
   return {math.max(redis.call('pttl', KEYS[1]), 0), now(), holder_hands_off(KEYS[1])}
 end
-if redis.call('exists', KEYS[1]) == 0 then
+if lock_exists == nil then
+  lock_exists = redis.call('exists', KEYS[1]) == 1
+end
+if not lock_exists then
   local head, lease, token
   if queued then
     head, lease, token = pop_live_head(KEYS[2], live)
@@ -73,14 +86,13 @@ if redis.call('exists', KEYS[1]) == 0 then
   hand_over(KEYS[1], head, lease, token, ARGV[5], '0')
 end
 if ARGV[4] ~= '0' then
-  if redis.call('zscore', KEYS[2], ARGV[2]) == false then
-    local last = redis.call('zrange', KEYS[2], '-1', '-1', 'WITHSCORES')
-    local n = 1
-    if last[2] then
-      n = tonumber(last[2]) + 1
-    end
-    redis.call('zadd', KEYS[2], n, ARGV[2])
+  -- After the last arrival; NX: a waiter already queued keeps its place.
+  local last = redis.call('zrange', KEYS[2], '-1', '-1', 'WITHSCORES')
+  local n = 1
+  if last[2] then
+    n = tonumber(last[2]) + 1
   end
+  redis.call('zadd', KEYS[2], 'NX', n, ARGV[2])
   redis.call('hset', live, ARGV[2],
     (now() + tonumber(ARGV[4])) .. ':' .. ARGV[1] .. ':' .. ARGV[6])
   -- Queue keys expire when nobody refreshes them any more (every waiter crashed); never sooner
