@@ -52,10 +52,9 @@ local function pop_live_head(q, live)
     if not head then
       return nil
     end
-    redis.call('zrem', q, head)
     local v = redis.call('hget', live, head)
+    leave(q, live, head)
     if v then
-      redis.call('hdel', live, head)
       local deadline, lease, token = string.match(v, '^(%d+):(%d+):?(%w*)$')
       if deadline and tonumber(deadline) > now() then
         return head, math.min(tonumber(lease), tonumber(deadline) - now()), token
