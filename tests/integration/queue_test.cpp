@@ -270,6 +270,9 @@ TEST(queue, a_name_with_a_hash_tag_queues_and_hands_over_under_its_own_tag) {
   EXPECT_EQ(server.cli({"HLEN", "rlock_queue_live:{user}:lock"}), "1");
   ASSERT_TRUE(wait_until(
       [&] { return numsub_of(server, "rlock_handoff:{user}:lock:" + b.id()) == 1; }, 5s));
+  // a's acquire, then b's enqueue and its one re-check once subscribed: three scripts. (Read
+  // before the re-check had run, the count let it land after the snapshot: seen under TSan.)
+  ASSERT_TRUE(wait_until([&] { return evalsha_calls(server) == 3; }, 5s)) << evalsha_calls(server);
   const long long scripts_before = evalsha_calls(server);
   la.unlock_or_throw();
   const auto fields = waiter.get();
