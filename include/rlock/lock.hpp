@@ -68,7 +68,11 @@
 //     latch again, and the next unlock script of that lock from this client deletes it, in
 //     the same DEL as the lock on a final release (Redisson sends a DEL instead; rlock adds no
 //     request). A latch whose unlock was resent keeps its TTL: the earlier attempt may still
-//     reach the server.
+//     reach the server. Every attempt looks for its latch before it releases anything, so an
+//     earlier attempt that reaches the server after its resend has run (stalled on a connection
+//     the client gave up on, or sent on another connection of a pool) changes nothing, even if
+//     the owner has taken the lock again since. One that reached it after the latch's TTL
+//     would run as a new unlock: the TTL bounds how late a stalled network may deliver it.
 //   - An acquire returns only with a lease ahead of it: a reply that arrives after less than a
 //     tenth of its lease (at most 1 s) is left, counted from the request's send time (a stalled
 //     network, a paused client), is not trusted. That acquire is undone and tried again within

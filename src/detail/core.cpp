@@ -79,7 +79,6 @@ struct core::attempt {
   bool noscript_retried = false;
   bool written_once = false;         // some attempt may have reached the server
   bool completes_on_caller = false;  // see exec_options
-  bool flags_resend = false;         // see exec_options
   clock::time_point last_sent{};
   std::chrono::milliseconds timeout{0};
   std::string route_key;
@@ -240,7 +239,6 @@ std::shared_ptr<core::attempt> core::new_attempt(const exec_options& opts, exec_
       std::make_shared<attempt>(opts.max_attempts > 0 ? opts.max_attempts : cfg_.retry_attempts,
                                 opts.idempotent, opts.deadline);
   a->completes_on_caller = opts.completes_on_caller;
-  a->flags_resend = opts.flags_resend;
   a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
   a->done = std::move(cb);
   return a;
@@ -299,11 +297,6 @@ void core::send(const std::shared_ptr<attempt>& a) {
     auto cb = std::move(a->done);
     complete_closed([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
     return;
-  }
-  // The encoded command ends with its flag, "$1\r\n0\r\n" until a resend sets it (evalsha_to_eval
-  // keeps the end).
-  if (a->flags_resend && a->written_once && a->payload.ends_with("$1\r\n0\r\n")) {
-    a->payload[a->payload.size() - 3] = '1';
   }
   request r;
   a->last_sent = clock::now();

@@ -40,10 +40,6 @@ struct exec_options {
   /// reply, connection::poll_replies), not only on an I/O thread: it must be thread-safe, quick
   /// and must not block.
   bool completes_on_caller = false;
-  /// The command's last argument is a one-character flag, "0". An attempt sent after an earlier
-  /// one may have reached the server sends "1" in its place: a script can then skip, on a first
-  /// attempt, the reads that only a resent command needs (the unlock latch's GET).
-  bool flags_resend = false;
 };
 
 /// Connections to one server.

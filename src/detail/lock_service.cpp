@@ -1003,16 +1003,15 @@ void lock_service::send_unlock(const std::string& raw_name, const std::string& c
   const std::string latch_ttl =
       std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
   exec_options opts;
-  opts.idempotent = true;    // the latch returns the first result to a resent unlock
-  opts.flags_resend = true;  // ARGV[6]: a resent unlock reads its latch, a first one need not
+  opts.idempotent = true;  // the latch returns the first result to any later attempt
   opts.completes_on_caller = completes_on_caller;
   const bool queued = cfg.lock_queue;
   const std::string queue = queued ? queue_key(raw_name) : std::string();
   const std::vector<std::string> spent = spent_latches_.take(raw_name);
   const auto keys = queued ? with_spent({raw_name, channel, latch, queue}, spent)
                            : with_spent({raw_name, channel, latch}, spent);
-  // ARGV[5]: "" for any count. ARGV[6]: the resend flag, last (core sets it on a resend).
-  const std::string_view args[] = {lease_s, owner, "publish", latch_ttl, expected, "0"};
+  // ARGV[5]: "" for any count.
+  const std::string_view args[] = {lease_s, owner, "publish", latch_ttl, expected};
   core_->eval(
       queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
       [self = shared_from_this(), raw_name, latch, done = std::move(done)](exec_result res) {

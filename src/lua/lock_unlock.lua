@@ -10,15 +10,16 @@
 -- ARGV[4]  latch TTL in ms
 -- ARGV[5]  the owner's expected hold count, or "": when given and the owner's count differs,
 --          nothing is done and nil is returned (releasing an acquire whose reply was lost)
--- ARGV[6]  "1" when an earlier attempt of this unlock may have run (a resend), else "0": only
---          then can the latch exist (its request id is new with the first attempt), so only then
---          is it read
 -- Returns  1: fully released (key deleted, Redisson's unlock message "0" published); 0: still
---          held (count decremented, TTL reset); nil: the owner does not hold the lock. A resent
---          call (the same latch key, ARGV[6] "1") returns the first call's result without doing
---          anything.
+--          held (count decremented, TTL reset); nil: the owner does not hold the lock. Another
+--          attempt of the same unlock (the same latch key) returns the first one's result
+--          without doing anything: a resend after a lost reply, and also a first attempt that
+--          reaches the server after its resend (stalled on a connection the client gave up on),
+--          by when the owner may hold the lock again.
 local spent_from = 4
 --!include unlock_prelude.lua
+-- The result of an attempt of this unlock that has run, else false.
+local latched = redis.call('get', KEYS[3])
 local result = latched and tonumber(latched) or release(nil)
 if not spent_deleted and #KEYS >= spent_from then
   redis.call('del', unpack(KEYS, spent_from))

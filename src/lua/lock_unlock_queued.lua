@@ -14,11 +14,12 @@
 -- ARGV[5]  the owner's expected hold count, or "": when given and different, nothing is
 --          released (a waiter leaving the queue after its wait ended, in case it was handed
 --          the lock meanwhile)
--- ARGV[6]  "1" when an earlier attempt of this unlock may have run (a resend), else "0": only
---          then can the latch exist (its request id is new with the first attempt), so only then
---          is it read
 -- Returns  1: released (handed over, or deleted); 0: still held; nil: not held by the owner.
---          The owner's queue entry, if any, is removed in every case.
+--          The owner's queue entry, if any, is removed in every case. Another attempt of the
+--          same unlock (the same latch key) returns the first one's result without doing
+--          anything: a resend after a lost reply, and also a first attempt that reaches the
+--          server after its resend (stalled on a connection the client gave up on), by when the
+--          owner may hold the lock again or have handed it to a waiter.
 -- On the final release the lock goes to the first live waiter (made owner with its own lease, at
 -- most until its queue deadline, told on its process's channel
 -- "rlock_handoff:{<name>}:<client uuid>" with "<owner> <server ms> 1 <its token>", the 1 saying
@@ -27,12 +28,15 @@
 local spent_from = 5
 --!include unlock_prelude.lua
 local function run()
+  -- One EXISTS for the queue and this unlock's latch: with neither (the uncontended case) the
+  -- lock is only released, and none of the queue's helpers is even defined.
+  if redis.call('exists', KEYS[4], KEYS[3]) == 0 then
+    return release(nil)
+  end
+  -- The result of an attempt of this unlock that has run; without one, the queue exists.
+  local latched = redis.call('get', KEYS[3])
   if latched then
     return tonumber(latched)
-  end
-  -- Without a queue (the uncontended case) none of the queue's helpers is even defined.
-  if redis.call('exists', KEYS[4]) == 0 then
-    return release(nil)
   end
   local queue_key = KEYS[4]
   --!include queue_prelude.lua

@@ -1,16 +1,13 @@
 -- unlock_prelude: the release that both unlock scripts share, included where a script says
 -- `--!include unlock_prelude.lua` (cmake/embed_lua.cmake). The including script has KEYS[1] the
 -- lock, KEYS[2] the Redisson channel, KEYS[3] this unlock's latch, and KEYS[spent_from..] the
--- spent latches it deletes; ARGV[1] to ARGV[6] as both scripts document them. Unless the
+-- spent latches it deletes; ARGV[1] to ARGV[5] as both scripts document them. Unless the
 -- final release took them in its DEL (spent_deleted), the script deletes the spent latches
 -- last: after a write (even a DEL) a script's later writes are let past the server's maxmemory
 -- check, so a DEL first would let a partial release (HINCRBY, SET) grow a full server's memory.
 -- Constants passed to redis.call are strings ('1', not 1): the server formats a number
 -- argument with snprintf, a measurable share of a short script's cost.
 local spent_deleted = false
--- A resent unlock's (ARGV[6] "1") latch: the first attempt's result if it ran, else false. A
--- first attempt need not look: its latch's request id is new.
-local latched = ARGV[6] == '1' and redis.call('get', KEYS[3])
 -- Releases one hold of the owner ARGV[2]: 0 when holds remain, 1 when it was the last (then,
 -- after the lock's DEL and before Redisson's unlock message "0" on KEYS[2], `on_free` runs, if
 -- given), nil when the owner holds none or not the ARGV[5] it expects.

@@ -47,6 +47,7 @@ struct link {
   direction up{};    // client -> server
   direction down{};  // server -> client
   bool closed = false;
+  bool frozen = false;   // open when freeze_existing was set: not polled until it is left
   int client_slot = -1;  // index in the pollfd array of this round, -1 if not polled
   int server_slot = -1;
 };
@@ -93,6 +94,8 @@ std::string_view to_string(proxy_mode m) {
       return "hang";
     case proxy_mode::reset:
       return "reset";
+    case proxy_mode::freeze_existing:
+      return "freeze_existing";
   }
   return "unknown";
 }
@@ -231,6 +234,7 @@ void fault_proxy::state::loop() {
       if (applied_gen != requested_gen) {
         mode = requested;
         delay = requested_delay;
+        for (auto& l : links) l.frozen = mode == proxy_mode::freeze_existing;
         if (mode == proxy_mode::reset) {
           for (auto& l : links) {
             if (!l.closed) {
@@ -261,7 +265,7 @@ void fault_proxy::state::loop() {
     auto next_due = clock_type::time_point::max();
     for (auto& l : links) {
       l.client_slot = l.server_slot = -1;
-      if (!relaying) continue;
+      if (!relaying || l.frozen) continue;
       short client_events = 0;
       short server_events = 0;
       if (l.up.bytes < max_buffered) client_events |= POLLIN;

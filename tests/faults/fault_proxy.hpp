@@ -14,6 +14,11 @@
 //                 handshakes into the listen backlog): a stalled network. Back in pass or delay,
 //                 whatever was held is relayed late.
 //   reset         close every connection, and every new one at once, with RST (SO_LINGER 0).
+//   freeze_existing  the connections open when this mode is set relay nothing either way and
+//                 are not closed (their bytes wait in order, as under hang); connections
+//                 accepted later relay both ways. In any other mode the frozen ones relay again,
+//                 late: one connection's commands stalled in the network while the client's
+//                 next connection gets through.
 //
 // Guarantees:
 //  - Listens on 127.0.0.1 on a kernel-chosen port; each accepted client gets its own upstream
@@ -33,7 +38,7 @@
 
 namespace rlock::faults {
 
-enum class proxy_mode { pass, delay, drop_replies, drop_one_reply, hang, reset };
+enum class proxy_mode { pass, delay, drop_replies, drop_one_reply, hang, reset, freeze_existing };
 
 std::string_view to_string(proxy_mode m);
 

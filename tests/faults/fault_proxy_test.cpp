@@ -98,6 +98,24 @@ TEST(fault_proxy, hang_relays_nothing_and_closes_nothing_until_healed) {
   EXPECT_EQ(server.cli({"GET", "late"}), "1");
 }
 
+TEST(fault_proxy, freeze_existing_stalls_open_connections_and_relays_new_ones) {
+  test::redis_server server;
+  fault_proxy proxy(server.port());
+  test::raw_client old_one("127.0.0.1", proxy.port(), 300ms);
+  ASSERT_EQ(old_one.command({"PING"}).text(), "PONG");
+  proxy.set_mode(proxy_mode::freeze_existing);
+  old_one.send({"SET", "order", "first"});
+  EXPECT_FALSE(old_one.read(300ms).has_value()) << "nothing comes back on the frozen one";
+  test::raw_client new_one("127.0.0.1", proxy.port(), 2s);
+  EXPECT_EQ(new_one.command({"SET", "order", "second"}).text(), "OK") << "a new one relays";
+  EXPECT_EQ(proxy.stats().open, 2u) << "the frozen one is not closed";
+  proxy.set_mode(proxy_mode::pass);
+  const auto reply = old_one.read(2s);  // what was held is relayed late
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->text(), "OK");
+  EXPECT_EQ(server.cli({"GET", "order"}), "first") << "the frozen command ran last";
+}
+
 TEST(fault_proxy, reset_closes_open_and_new_connections_with_rst) {
   test::redis_server server;
   fault_proxy proxy(server.port());

@@ -95,6 +95,55 @@ TEST(fault_unlock_outcome, a_resent_unlock_is_answered_by_its_latch_which_keeps_
   EXPECT_EQ(server.cli({"GET", resent[0]}), "1");
 }
 
+// An unlock's first attempt can reach the server after its resend: stalled on a connection the
+// client gave up on, while the resend went out on the next one (or on another connection of a
+// pool). By then the resend has released the lock and the owner may hold it again; the late
+// attempt must find the resend's latch and leave that new hold alone, not release it (which would
+// let a second process into the critical section while the owner is still in it).
+// Both unlock scripts: with the wait queue (lock_unlock_queued.lua) and without (lock_unlock.lua).
+void a_late_first_attempt_leaves_the_next_hold_alone(bool lock_queue) {
+  test::redis_server server;
+  fault_proxy proxy(server.port());
+  config cfg = proxied_config(proxy);
+  cfg.lock_queue = lock_queue;
+  client c(cfg);
+  rlock::lock l = c.get_lock("late");
+  const std::string owner = c.id() + ":" + std::to_string(this_thread_owner_id());
+  const auto scripts = [&server] {
+    const auto info = server.cli({"INFO", "commandstats"});
+    const auto at = info.find("cmdstat_evalsha:calls=");
+    return at == std::string::npos ? 0L : std::stol(info.substr(at + 22));
+  };
+  ASSERT_TRUE(l.try_lock(1s, 60s));  // an explicit lease: no renewal scripts to count
+  const long before = scripts();
+
+  // The first attempt stalls on the connection it was written to. No reply for 1 s: the client
+  // gives up on that connection and resends on a new one, which gets through.
+  proxy.set_mode(proxy_mode::freeze_existing);
+  l.unlock_or_throw();
+  EXPECT_EQ(server.cli({"EXISTS", "late"}), "0") << "the resend released it";
+  ASSERT_EQ(scripts(), before + 1) << "only the resend has run";
+  ASSERT_TRUE(l.try_lock(1s, 60s)) << "the owner takes the lock again";
+  ASSERT_EQ(server.cli({"HGET", "late", owner}), "1");
+
+  // The stalled connection is relayed again: its first attempt runs now, after all that.
+  proxy.set_mode(proxy_mode::pass);
+  ASSERT_TRUE(test::wait_until([&] { return scripts() == before + 3; }, 5s))
+      << "the late first attempt did not reach the server: " << scripts() - before;
+  EXPECT_EQ(server.cli({"HGET", "late", owner}), "1") << "the late attempt released the new hold";
+  EXPECT_FALSE(l.loss_token().stop_requested());
+  l.unlock_or_throw();
+  EXPECT_EQ(server.cli({"EXISTS", "late"}), "0");
+}
+
+TEST(fault_unlock_outcome, a_first_attempt_that_runs_after_its_resend_leaves_the_next_hold_alone) {
+  a_late_first_attempt_leaves_the_next_hold_alone(true);
+}
+
+TEST(fault_unlock_outcome, without_the_queue_a_late_first_attempt_leaves_the_next_hold_alone) {
+  a_late_first_attempt_leaves_the_next_hold_alone(false);
+}
+
 // A forced unlock is not resent when its reply is lost: with queued waiters its script hands the
 // lock to the first one, and a resend would take it from that waiter and hand it to the next
 // (two processes in the critical section). The operator learns that the outcome is unknown.
