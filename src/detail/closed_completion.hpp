@@ -9,10 +9,9 @@
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 #include <asio/system_executor.hpp>
-#include <atomic>
-#include <memory>
-#include <type_traits>
 #include <utility>
+
+#include "rlock/detail/handler_dispatch.hpp"
 
 namespace rlock::detail {
 
@@ -24,27 +23,21 @@ void complete_closed(F&& f) {
   asio::post(asio::system_executor(), std::forward<F>(f));
 }
 
-/// Posts `f` to `io`, or completes it as refused work once `io`'s threads have ended (it is
-/// stopped: after client::shutdown()). For completions that must not run inline, such as
-/// rejecting invalid arguments of an asynchronous call. `f` runs exactly once, even when a
-/// shutdown ends `io`'s threads while this call runs: a handler posted before the last thread
-/// ran out of work is run by it; one posted after finds `io` stopped, and the system executor
-/// runs it instead (whichever comes first wins; the other does nothing).
+/// Posts `f` to `io`, or completes it as refused work once the client's threads have ended
+/// (`io`'s io_gate is closed: after client::shutdown()). For completions that must not run
+/// inline, such as rejecting invalid arguments of an asynchronous call. `f` runs exactly once:
+/// posted before the gate closes, it is run by `io`'s threads or by the drain that follows the
+/// close (core::shutdown); after, by the system executor.
 template <class F>
 void post_or_complete_closed(asio::io_context& io, F&& f) {
-  struct once {
-    explicit once(F&& fn) : f(std::forward<F>(fn)) {}
-    std::decay_t<F> f;
-    std::atomic<bool> taken{false};
-  };
-  auto state = std::make_shared<once>(std::forward<F>(f));
-  auto run = [state] {
-    if (!state->taken.exchange(true)) std::move(state->f)();
-  };
-  asio::post(io, run);
-  // Checked after the post, not before: a check before could find `io` running, and its last
-  // thread could then end (out of work) before the handler was queued, which nothing would run.
-  if (io.stopped()) complete_closed(run);
+  auto& gate = asio::use_service<io_gate>(io);
+  auto held = gate.hold();
+  if (gate.open(held)) {
+    asio::post(io, std::forward<F>(f));
+    return;
+  }
+  held.unlock();
+  complete_closed(std::forward<F>(f));
 }
 
 }  // namespace rlock::detail

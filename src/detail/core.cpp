@@ -224,14 +224,32 @@ void core::shutdown() {
   work_.reset();
   if (on_io_thread()) {
     // Invalid use (documented): shutting down from a completion handler. Do not join ourselves;
-    // stop the loop and let the threads end on their own.
+    // stop the loop and let the threads end on their own. Completions from now on go to the
+    // system executor; any already queued are lost with the loop.
     io_.stop();
+    asio::use_service<io_gate>(io_).close();
     for (auto& t : threads_) t.detach();
     threads_.clear();
     return;
   }
   for (auto& t : threads_) t.join();
   threads_.clear();
+  asio::use_service<io_gate>(io_).close();
+  // The threads ended when the io_context ran out of work; a handler posted from another thread
+  // in the moment before it marked itself stopped (a completion of an operation started while
+  // the client shut down) is in its queue, and nothing would run it. What the queue holds runs
+  // now, on the system executor like every completion of a closed client, while this object
+  // (and its io_context) lives; from a destructor, here.
+  const auto drain = [](asio::io_context& io) {
+    io.restart();
+    for (int i = 0; i < max_drained_handlers && io.poll_one() > 0; ++i) {
+    }
+  };
+  if (auto self = weak_from_this().lock()) {
+    asio::post(asio::system_executor(), [self = std::move(self), drain] { drain(self->io_); });
+  } else {
+    drain(io_);
+  }
 }
 
 std::shared_ptr<core::attempt> core::new_attempt(const exec_options& opts, exec_callback cb) {

@@ -106,6 +106,9 @@ class core : public std::enable_shared_from_this<core> {
 
  private:
   struct attempt;
+  /// At most this many handlers left in the io_context's queue are run after its threads end
+  /// (shutdown): a bound, should some handler keep posting another.
+  static constexpr int max_drained_handlers = 100000;
   /// An attempt with `opts`' retry policy, timeout and completion; the caller adds its payload
   /// and route key.
   std::shared_ptr<attempt> new_attempt(const exec_options& opts, exec_callback cb);

@@ -2,27 +2,75 @@
 #pragma once
 
 #include <asio.hpp>
+#include <mutex>
+#include <shared_mutex>
 #include <type_traits>
 #include <utility>
 
 namespace rlock::detail {
 
+/// Whether the client's io_context still takes handlers: open until client::shutdown() has
+/// ended the client's threads (core::shutdown closes it, then runs what is left in the queue).
+/// An io_context service, so that any executor over that io_context finds it through its
+/// execution context. Whoever posts there from outside its threads holds the shared lock from
+/// the check to the post, so a handler is either posted before the close (and run: by the
+/// client's threads, or by the drain after the close) or handed to the system executor after
+/// it. io_context::stopped() cannot tell this: when the last handler of an io_context ends,
+/// its work count reaches 0 a moment before it marks itself stopped, and a handler posted in
+/// that moment (found "not stopped") would never run.
+class io_gate : public asio::execution_context::service {
+ public:
+  // Asio's service key; its constructor is empty and cannot throw.
+  inline static asio::execution_context::id id;  // NOLINT(cert-err58-cpp)
+
+  explicit io_gate(asio::execution_context& ctx) : asio::execution_context::service(ctx) {}
+
+  /// The shared lock to hold from open() to the post.
+  std::shared_lock<std::shared_mutex> hold() { return std::shared_lock(mu_); }
+  /// Whether handlers may still be posted; `held` is hold()'s lock.
+  bool open(const std::shared_lock<std::shared_mutex>& held) const {
+    (void)held;
+    return !closed_;
+  }
+  /// From now on, nothing is posted through this gate (waits for posts under way).
+  void close() {
+    std::lock_guard lk(mu_);
+    closed_ = true;
+  }
+
+ private:
+  void shutdown() override {}
+
+  std::shared_mutex mu_;
+  bool closed_ = false;
+};
+
 /// Hands `f` (a handler bound to its arguments) to `ex`, the handler's associated executor;
 /// `own` is the client's executor, the default. A handler that would run on the client's
-/// io_context after its threads have ended (client::shutdown(): the io_context is stopped)
-/// would never run, and whoever waits for it would wait for ever: it runs on Asio's system
-/// executor instead. That holds for any executor over the client's io_context (a strand of it,
-/// an any_io_executor holding it), found by its execution context. Any other executor is the
+/// io_context after its threads have ended (client::shutdown(): its io_gate is closed) would
+/// never run, and whoever waits for it would wait for ever: it runs on Asio's system executor
+/// instead. That holds for any executor over the client's io_context (a strand of it, an
+/// any_io_executor holding it), found by its execution context. Any other executor is the
 /// user's, and its own rules apply.
-/// `work` (the handler's work guard on `ex`) is released once `f` is handed over; in the first
-/// case before, as nothing runs on that io_context any more: once `f` has run, its caller may
-/// destroy the client, and with it the io_context the guard refers to.
+/// `work` (the handler's work guard on `ex`) is released once `f` is handed over; in the
+/// second case before, as nothing runs on that io_context any more: once `f` has run, its
+/// caller may destroy the client, and with it the io_context the guard refers to.
 template <class Executor, class Work, class F>
 void dispatch_handler(const Executor& ex, const asio::io_context::executor_type& own, Work& work,
                       F&& f) {
   if constexpr (asio::can_query_v<const Executor&, asio::execution::context_t>) {
     const asio::execution_context& ctx = asio::query(ex, asio::execution::context);
-    if (&ctx == &own.context() && own.context().stopped()) {
+    // On a thread running the io_context, it cannot be closed under the handler.
+    if (&ctx == &own.context() && !own.running_in_this_thread()) {
+      auto& gate = asio::use_service<io_gate>(own.context());
+      auto held = gate.hold();
+      if (gate.open(held)) {
+        asio::dispatch(ex, std::forward<F>(f));  // from outside its threads: a post
+        held.unlock();
+        work.reset();
+        return;
+      }
+      held.unlock();
       work.reset();
       asio::post(asio::system_executor(), std::forward<F>(f));
       return;
