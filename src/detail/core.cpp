@@ -1,6 +1,7 @@
 #include "detail/core.hpp"
 
 #include <cstdio>
+#include <future>
 #include <optional>
 #include <random>
 #include <string>
@@ -238,18 +239,18 @@ void core::shutdown() {
   // The threads ended when the io_context ran out of work; a handler posted from another thread
   // in the moment before it marked itself stopped (a completion of an operation started while
   // the client shut down) is in its queue, and nothing would run it. What the queue holds runs
-  // now, on the system executor like every completion of a closed client, while this object
-  // (and its io_context) lives; from a destructor, here.
-  const auto drain = [](asio::io_context& io) {
-    io.restart();
-    for (int i = 0; i < max_drained_handlers && io.poll_one() > 0; ++i) {
+  // now, on the system executor like every completion of a closed client, and this call waits
+  // for it: this object and its io_context must outlive that run, and nothing of the client may
+  // still run once shutdown() has returned (the caller may then destroy it, or end the process).
+  auto drained = std::make_shared<std::promise<void>>();
+  auto done = drained->get_future();
+  asio::post(asio::system_executor(), [this, drained] {
+    io_.restart();
+    for (int i = 0; i < max_drained_handlers && io_.poll_one() > 0; ++i) {
     }
-  };
-  if (auto self = weak_from_this().lock()) {
-    asio::post(asio::system_executor(), [self = std::move(self), drain] { drain(self->io_); });
-  } else {
-    drain(io_);
-  }
+    drained->set_value();
+  });
+  done.wait();
 }
 
 std::shared_ptr<core::attempt> core::new_attempt(const exec_options& opts, exec_callback cb) {
