@@ -14,6 +14,7 @@
 
 #include "faults/connections_settled.hpp"
 #include "faults/fault_proxy.hpp"
+#include "integration/common.hpp"
 #include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
 #include "support/wait.hpp"
@@ -109,11 +110,7 @@ void a_late_first_attempt_leaves_the_next_hold_alone(bool lock_queue) {
   client c(cfg);
   rlock::lock l = c.get_lock("late");
   const std::string owner = c.id() + ":" + std::to_string(this_thread_owner_id());
-  const auto scripts = [&server] {
-    const auto info = server.cli({"INFO", "commandstats"});
-    const auto at = info.find("cmdstat_evalsha:calls=");
-    return at == std::string::npos ? 0L : std::stol(info.substr(at + 22));
-  };
+  const auto scripts = [&server] { return test::evalsha_calls(server); };
   ASSERT_TRUE(l.try_lock(1s, 60s));  // an explicit lease: no renewal scripts to count
   const long before = scripts();
 
