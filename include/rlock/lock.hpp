@@ -73,6 +73,19 @@
 //     the client gave up on, or sent on another connection of a pool) changes nothing, even if
 //     the owner has taken the lock again since. One that reached it after the latch's TTL
 //     would run as a new unlock: the TTL bounds how late a stalled network may deliver it.
+//   - A resent acquire or unlock, and the undo of an acquire, first close on the server the
+//     connections that earlier attempts were written to and may still run on (CLIENT KILL ID
+//     <id> ADDR <addr>, in the same write, ahead of the command; the connection learns its id
+//     with CLIENT INFO when it connects). What such a connection still carried then never
+//     runs: an acquire attempt that would otherwise reach the server after its resend, or
+//     after its undo, and after the owner's unlock, cannot take the free lock for nobody (a
+//     hold that no one renews or releases, which other clients would wait out for its whole
+//     lease). Where the server refuses CLIENT INFO or CLIENT KILL (an ACL user without them,
+//     the command renamed away, a server older than 6.2) this protection is off: unlocks keep
+//     the latch's, acquires none. An attempt that is still on the network between client and
+//     server when its connection is closed there is refused by the server's TCP stack; through
+//     a proxy that multiplexes clients onto shared connections it is not (closing a shared
+//     connection would fail the proxy's other clients, and the ids would not be the client's).
 //   - An acquire returns only with a lease ahead of it: a reply that arrives after less than a
 //     tenth of its lease (at most 1 s) is left, counted from the request's send time (a stalled
 //     network, a paused client), is not trusted. That acquire is undone and tried again within

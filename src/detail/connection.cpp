@@ -90,6 +90,7 @@ void connection::do_connect() {
     state_ = state::connecting;
     gen = ++generation_;
     reader_.reset();
+    server_client_.reset();
   }
   connect_timer_.expires_after(opts_.connect_timeout);
   connect_timer_.async_wait([self = shared_from_this(), gen](std::error_code ec) {
@@ -134,6 +135,9 @@ void connection::send_setup(std::uint64_t gen) {
     cmds.push_back({"SELECT", std::to_string(opts_.address.database)});
   }
   if (!opts_.client_name.empty()) cmds.push_back({"CLIENT", "SETNAME", opts_.client_name});
+  // The connection's id on the server, to close it there should a request written on it be
+  // resent elsewhere (server_client.hpp). Command connections only: subscribers run no scripts.
+  if (!opts_.pubsub) cmds.push_back({"CLIENT", "INFO"});
   for (const auto& text : opts_.scripts) cmds.push_back({"SCRIPT", "LOAD", text});
   // A final PING proves the server answers even when there is nothing else to send (and,
   // without AUTH, surfaces NOAUTH here rather than on the first user request). A server that
@@ -151,16 +155,23 @@ void connection::send_setup(std::uint64_t gen) {
     std::string what = cmds[i][0];
     if (what == "CLIENT" || what == "SCRIPT") what += " " + cmds[i][1];
     // The connection's name only labels it in CLIENT LIST: a server that refuses CLIENT
-    // SETNAME (the command renamed away, an ACL without it) is used all the same.
-    const bool cosmetic = what == "CLIENT SETNAME";
+    // SETNAME (the command renamed away, an ACL without it) is used all the same. So is one
+    // that refuses CLIENT INFO (also: older than Redis 6.2): its resends go without closing
+    // the connection they left, as before.
+    const bool identity = what == "CLIENT INFO";
+    const bool cosmetic = what == "CLIENT SETNAME" || identity;
     const bool ping = what == "PING";
     entry e;
-    e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic, ping,
+    e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic, identity, ping,
                   what = std::move(what)](exec_result r) {
       const bool ignored =
           (cosmetic && (r.ec == errc::server_error || r.ec == errc::no_permission ||
                         r.ec == errc::command_unavailable)) ||
           (ping && r.ec == errc::server_error && r.detail.starts_with("MISCONF"));
+      if (identity && !r.ec && r.value.is_string()) {
+        std::lock_guard id_lk(self->mu_);
+        if (gen == self->generation_) self->server_client_ = parse_client_info(r.value.str());
+      }
       if (r.ec && !ignored) {
         std::string detail = what + " failed during connection setup";
         if (!r.detail.empty()) detail += ": " + r.detail;
@@ -638,6 +649,12 @@ void connection::clear_awaiting_locked() {
   others_awaiting_.store(0, std::memory_order_relaxed);
 }
 
+exec_result connection::unknown_outcome_locked(std::error_code ec, std::string detail) const {
+  exec_result r = failure(ec, true, std::move(detail));
+  if (server_client_) r.unknown_on.push_back(*server_client_);
+  return r;
+}
+
 bool connection::poll_replies_of_this_thread() {
   const std::shared_ptr<connection> c = polled_by_this_thread.lock();
   return c && c->poll_replies();
@@ -658,10 +675,11 @@ void connection::drop(std::uint64_t gen, std::error_code ec, std::string detail)
     ping_timer_.cancel();
     for (auto& e : awaiting_) {
       if (!e.abandoned && e.req.done) {
-        done.emplace_back(std::move(e.req.done), failure(ec, true, detail));
+        done.emplace_back(std::move(e.req.done), unknown_outcome_locked(ec, detail));
       }
     }
     clear_awaiting_locked();
+    server_client_.reset();
     for (auto& e : pending_) {
       if (e.req.done) {
         done.emplace_back(std::move(e.req.done),
@@ -718,10 +736,10 @@ void connection::on_deadline(std::error_code ec) {
       if (e.req.deadline <= now) {
         abandon_locked(e);
         if (e.req.done) {
-          done.emplace_back(
-              std::move(e.req.done),
-              failure(make_error_code(errc::timeout), true,
-                      "no reply from " + opts_.address.to_string() + " before the deadline"));
+          done.emplace_back(std::move(e.req.done),
+                            unknown_outcome_locked(make_error_code(errc::timeout),
+                                                   "no reply from " + opts_.address.to_string() +
+                                                       " before the deadline"));
         }
         // Nothing read for as long as this request waited: the server or the path is hung.
         if (state_ == state::ready && last_read_ <= now - opts_.ping_timeout) hung = true;

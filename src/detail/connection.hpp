@@ -22,12 +22,15 @@
 //     with exponential back-off until close() is called;
 //   - while (re)connecting, new requests wait in the queue up to their deadline.
 //
-// The connection sends its setup commands (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD) first on
-// every (re)connect and reports `ready` only when all of them succeeded, all within the connect
-// timeout. Failures that do not fix themselves are sticky: AUTH, TLS, NOPERM, and any other error
-// reply to a setup command (SELECT of a database the server does not have, say). Requests fail
-// fast with that error, and the failed step's text, until a later reconnect succeeds. CLIENT
-// SETNAME is best effort: a server that refuses it (renamed away, not in the ACL) is used anyway.
+// The connection sends its setup commands (AUTH, SELECT, CLIENT SETNAME, CLIENT INFO, SCRIPT
+// LOAD) first on every (re)connect and reports `ready` only when all of them succeeded, all
+// within the connect timeout. Failures that do not fix themselves are sticky: AUTH, TLS, NOPERM,
+// and any other error reply to a setup command (SELECT of a database the server does not have,
+// say). Requests fail fast with that error, and the failed step's text, until a later reconnect
+// succeeds. CLIENT SETNAME and CLIENT INFO are best effort: a server that refuses them (renamed
+// away, not in the ACL, older than 6.2) is used anyway. CLIENT INFO tells the connection its id
+// on the server, which the failure of a request whose outcome is unknown carries
+// (exec_result::unknown_on) so that a resend can close it there first (server_client.hpp).
 #pragma once
 
 #include <array>
@@ -38,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -45,6 +49,7 @@
 
 #include "detail/exec_result.hpp"
 #include "detail/resp.hpp"
+#include "detail/server_client.hpp"
 #include "detail/transport.hpp"
 #include "rlock/config.hpp"
 
@@ -169,6 +174,9 @@ class connection : public std::enable_shared_from_this<connection> {
   entry take_awaiting_front_locked();
   void clear_awaiting_locked();
   void abandon_locked(entry& e);  // completed by its deadline; sets entry::abandoned
+  /// The failure of a written request whose outcome is unknown, naming this generation's
+  /// connection on the server (exec_result::unknown_on) when its setup learnt it.
+  exec_result unknown_outcome_locked(std::error_code ec, std::string detail) const;
   void drop(std::uint64_t gen, std::error_code ec, std::string detail);
   void schedule_reconnect_locked();
   void arm_deadline_locked(clock::time_point tp);
@@ -212,6 +220,9 @@ class connection : public std::enable_shared_from_this<connection> {
   std::error_code last_error_;
   std::string last_error_detail_;
   bool sticky_error_ = false;  // a failure that does not fix itself: fail fast until reconnected
+  // This generation's connection as the server knows it (CLIENT INFO during setup); empty
+  // until then, after a drop, and when the server would not tell.
+  std::optional<server_client> server_client_;
   int failures_ = 0;
   clock::time_point last_read_ = clock::now();
   std::minstd_rand rng_{std::random_device{}()};

@@ -1,5 +1,6 @@
 #include "detail/core.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <future>
 #include <optional>
@@ -80,6 +81,13 @@ struct core::attempt {
   bool noscript_retried = false;
   bool written_once = false;         // some attempt may have reached the server
   bool completes_on_caller = false;  // see exec_options
+  bool close_unknown = false;        // see exec_options
+  std::vector<server_client> fence;  // see exec_options
+  // Connections on which an attempt was written whose outcome is unknown (exec_result).
+  std::vector<server_client> unknown_on;
+  // CLIENT KILLs of `fence` (and of `unknown_on` with close_unknown) followed by `payload`:
+  // what an attempt that closes connections first sends.
+  std::string fenced_payload;
   clock::time_point last_sent{};
   std::chrono::milliseconds timeout{0};
   std::string route_key;
@@ -258,6 +266,8 @@ std::shared_ptr<core::attempt> core::new_attempt(const exec_options& opts, exec_
       std::make_shared<attempt>(opts.max_attempts > 0 ? opts.max_attempts : cfg_.retry_attempts,
                                 opts.idempotent, opts.deadline);
   a->completes_on_caller = opts.completes_on_caller;
+  a->close_unknown = opts.close_unknown;
+  a->fence = opts.fence;
   a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
   a->done = std::move(cb);
   return a;
@@ -320,6 +330,21 @@ void core::send(const std::shared_ptr<attempt>& a) {
   request r;
   a->last_sent = clock::now();
   r.external = &a->payload;  // `a` lives until r.done has run
+  const bool kill_unknown = a->close_unknown && !a->unknown_on.empty();
+  if (!a->fence.empty() || kill_unknown) {
+    // The kills go first in the same write, on the connection this attempt takes: the server
+    // closes those connections before it runs this attempt. Their replies are not reported
+    // (0 for a connection already gone; an error where the server refuses CLIENT KILL, which
+    // leaves the protection of the scripts alone: lock.hpp).
+    a->fenced_payload.clear();
+    for (const server_client& c : a->fence) encode_kill(c, a->fenced_payload);
+    if (kill_unknown) {
+      for (const server_client& c : a->unknown_on) encode_kill(c, a->fenced_payload);
+    }
+    r.replies = 1 + static_cast<int>(a->fence.size() + (kill_unknown ? a->unknown_on.size() : 0));
+    a->fenced_payload += a->payload;
+    r.external = &a->fenced_payload;
+  }
   r.from_script = a->from_script;
   r.completes_on_caller = a->completes_on_caller;
   const clock::time_point from = a->started.value_or(a->last_sent);
@@ -350,7 +375,15 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   }
   res.earlier_attempt_may_have_run = a->written_once;
   // A server-side BUSY or LOADING reply proves the command did not run.
-  if (res.written && res.ec && res.ec != errc::server_busy) a->written_once = true;
+  if (res.written && res.ec && res.ec != errc::server_busy) {
+    a->written_once = true;
+    for (server_client& c : res.unknown_on) {
+      if (std::find(a->unknown_on.begin(), a->unknown_on.end(), c) == a->unknown_on.end()) {
+        a->unknown_on.push_back(std::move(c));
+      }
+    }
+  }
+  res.unknown_on = a->unknown_on;
   if (act.what != retry_fsm::action::kind::retry_after) {
     if (res.ec && !res.written && a->written_once) {
       // This attempt certainly did not run, but an earlier one was sent and may have: the

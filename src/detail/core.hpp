@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "detail/connection.hpp"
+#include "detail/server_client.hpp"
 #include "detail/subscriber.hpp"
 #include "rlock/config.hpp"
 #include "rlock/connection_status.hpp"
@@ -40,6 +41,15 @@ struct exec_options {
   /// reply, connection::poll_replies), not only on an I/O thread: it must be thread-safe, quick
   /// and must not block.
   bool completes_on_caller = false;
+  /// A resend first closes, on the server, the connections that earlier attempts of this
+  /// request were written to and may still run on (CLIENT KILL in the same write, ahead of it;
+  /// server_client.hpp): a late earlier attempt never runs after its resend. For requests whose
+  /// late run would do harm (a lock acquire, an unlock).
+  bool close_unknown = false;
+  /// Connections to close on the server ahead of this request's first attempt (and of its
+  /// resends): where an earlier request that this one must not be overtaken by may still run
+  /// (exec_result::unknown_on of an acquire, for its undo).
+  std::vector<server_client> fence;
 };
 
 /// Connections to one server.

@@ -5,7 +5,9 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
+#include "detail/server_client.hpp"
 #include "rlock/error.hpp"
 #include "rlock/reply.hpp"
 
@@ -25,6 +27,13 @@ struct exec_result {
   bool earlier_attempt_may_have_run = false;
   reply value;
   std::string detail;  ///< server error text or transport error text
+  /// The server connections on which an attempt was written whose outcome is unknown (it timed
+  /// out or lost its connection) and which may still run there, as far as their server told
+  /// them (CLIENT INFO). Set by the connection for its attempt; in the result a request
+  /// completes with, core lists those of all its attempts (whether or not closed since). A later
+  /// request that must not be overtaken by them (the undo of an acquire) passes them as
+  /// exec_options::fence.
+  std::vector<server_client> unknown_on;
 };
 
 /// Maps an error reply's text (e.g. "WRONGTYPE Operation against ...") to an rlock code.

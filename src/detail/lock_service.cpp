@@ -68,6 +68,9 @@ struct lock_service::op : std::enable_shared_from_this<op> {
   bool watchdog_added_here = false;
   clock::time_point sent_at;
   bool last_written = false;
+  // Where attempts of this acquire were written whose outcome is unknown: its undo closes them
+  // on the server first, so that none of them runs after the undo.
+  std::vector<server_client> unknown_on;
   // The latest failed reply's code and text, for acquire_request::error_detail.
   std::error_code last_error;
   std::string last_error_detail;
@@ -407,7 +410,12 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   exec_options opts;
   opts.deadline = o->req.deadline;
   // Safe to resend: ARGV[3] makes a repeated acquire recognise that it was already applied.
+  // An earlier attempt that would run after its resend (and after the owner's unlock) would
+  // take the lock again, for nobody: the resend closes the connections it may still run on,
+  // and so does this acquire's next request (after a wait, say) for its earlier requests'.
   opts.idempotent = true;
+  opts.close_unknown = true;
+  opts.fence = o->unknown_on;
   opts.completes_on_caller = o->req.completes_on_caller;
   o->sent_at = clock::now();
   if (o->first_sent_at == clock::time_point{}) o->first_sent_at = o->sent_at;
@@ -424,7 +432,13 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     const bool written = res.written;
     const auto sent_at = res.sent_at;
     std::string detail = r.ec ? std::move(res.detail) : std::string();
-    self->step(o, [&self, o, r, written, server_ms, sent_at, &detail](acquire_fsm& f) {
+    std::vector<server_client> unknown_on = std::move(res.unknown_on);
+    self->step(o, [&self, o, r, written, server_ms, sent_at, &detail, &unknown_on](acquire_fsm& f) {
+      for (server_client& c : unknown_on) {
+        if (std::find(o->unknown_on.begin(), o->unknown_on.end(), c) == o->unknown_on.end()) {
+          o->unknown_on.push_back(std::move(c));
+        }
+      }
       acquire_fsm::reply answer = r;
       if (!r.acquired && !r.ec && o->prior_count > 0) {
         self->reentry_found_lock_gone(o);
@@ -989,14 +1003,19 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
       self->start(ready);
     }
   };
+  std::vector<server_client> fence;
+  {
+    std::lock_guard lk(o->mu);
+    fence = o->unknown_on;
+  }
   send_unlock(o->req.raw_name, o->channel, o->owner, o->lease, std::to_string(o->prior_count + 1),
-              std::move(landed));
+              std::move(landed), false, std::move(fence));
 }
 
 void lock_service::send_unlock(const std::string& raw_name, const std::string& channel,
                                const std::string& owner, std::chrono::milliseconds lease,
                                const std::string& expected, exec_callback done,
-                               bool completes_on_caller) {
+                               bool completes_on_caller, std::vector<server_client> fence) {
   const std::string latch = unlock_latch(raw_name, random_request_id());
   const std::string lease_s = std::to_string(lease.count());
   const auto& cfg = core_->cfg();
@@ -1004,6 +1023,10 @@ void lock_service::send_unlock(const std::string& raw_name, const std::string& c
       std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
   exec_options opts;
   opts.idempotent = true;  // the latch returns the first result to any later attempt
+  // And a resend closes the connections an earlier attempt may still run on (the latch is the
+  // protection where the server refuses that).
+  opts.close_unknown = true;
+  opts.fence = std::move(fence);
   opts.completes_on_caller = completes_on_caller;
   const bool queued = cfg.lock_queue;
   const std::string queue = queued ? queue_key(raw_name) : std::string();

@@ -131,11 +131,12 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// Sends the unlock script (plain or queued, per config) releasing one hold of `owner` with a
   /// fresh unlock latch, and deletes the lock's spent latches. `expected`: the owner's expected
   /// hold count, or "" for any. Before `done` runs, the latch goes to spent_latches_ if this
-  /// unlock was answered on its only attempt.
+  /// unlock was answered on its only attempt. `fence`: connections to close on the server
+  /// first (exec_options::fence), where the acquire this unlock undoes may still run.
   void send_unlock(const std::string& raw_name, const std::string& channel,
                    const std::string& owner, std::chrono::milliseconds lease,
                    const std::string& expected, exec_callback done,
-                   bool completes_on_caller = false);
+                   bool completes_on_caller = false, std::vector<server_client> fence = {});
   /// Registers a hold with the watchdog (its loss callback reaches on_lost).
   std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,
                               const std::string& owner);

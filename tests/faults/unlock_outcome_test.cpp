@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <future>
 #include <rlock/client.hpp>
 #include <string>
@@ -99,18 +100,30 @@ TEST(fault_unlock_outcome, a_resent_unlock_is_answered_by_its_latch_which_keeps_
 // An unlock's first attempt can reach the server after its resend: stalled on a connection the
 // client gave up on, while the resend went out on the next one (or on another connection of a
 // pool). By then the resend has released the lock and the owner may hold it again; the late
-// attempt must find the resend's latch and leave that new hold alone, not release it (which would
-// let a second process into the critical section while the owner is still in it).
+// attempt must leave that new hold alone, not release it (which would let a second process into
+// the critical section while the owner is still in it). Two protections, each tested alone:
+//  - the resend closes the stalled connection on the server first (CLIENT KILL), so the late
+//    attempt never runs;
+//  - where the server refuses that (an ACL user without CLIENT KILL), the late attempt runs and
+//    finds the resend's latch.
 // Both unlock scripts: with the wait queue (lock_unlock_queued.lua) and without (lock_unlock.lua).
-void a_late_first_attempt_leaves_the_next_hold_alone(bool lock_queue) {
-  test::redis_server server;
+void a_late_first_attempt_leaves_the_next_hold_alone(bool lock_queue, bool kill_allowed) {
+  test::server_options o;
+  if (!kill_allowed) o.acl_users = {"app on >apppw ~* &* +@all -client|kill"};
+  test::redis_server server(o);
   fault_proxy proxy(server.port());
   config cfg = proxied_config(proxy);
   cfg.lock_queue = lock_queue;
+  if (!kill_allowed) {
+    cfg.username = "app";
+    cfg.password = "apppw";
+  }
   client c(cfg);
   rlock::lock l = c.get_lock("late");
   const std::string owner = c.id() + ":" + std::to_string(this_thread_owner_id());
   const auto scripts = [&server] { return test::evalsha_calls(server); };
+  constexpr std::uint64_t links = 2;  // the command connection and the subscriber's
+  ASSERT_TRUE(test::wait_until([&] { return proxy.stats().open == links; }, 5s));
   ASSERT_TRUE(l.try_lock(1s, 60s));  // an explicit lease: no renewal scripts to count
   const long before = scripts();
 
@@ -123,10 +136,18 @@ void a_late_first_attempt_leaves_the_next_hold_alone(bool lock_queue) {
   ASSERT_TRUE(l.try_lock(1s, 60s)) << "the owner takes the lock again";
   ASSERT_EQ(server.cli({"HGET", "late", owner}), "1");
 
-  // The stalled connection is relayed again: its first attempt runs now, after all that.
+  // The stalled connection is relayed again.
   proxy.set_mode(proxy_mode::pass);
-  ASSERT_TRUE(test::wait_until([&] { return scripts() == before + 3; }, 5s))
-      << "the late first attempt did not reach the server: " << scripts() - before;
+  if (kill_allowed) {
+    // Closed on the server: its bytes go nowhere, and the proxy closes it.
+    ASSERT_TRUE(test::wait_until([&] { return proxy.stats().open == links; }, 5s))
+        << proxy.stats().open << " connections relayed";
+    EXPECT_EQ(scripts(), before + 2) << "the late first attempt ran";
+  } else {
+    // Its first attempt runs now, after all that.
+    ASSERT_TRUE(test::wait_until([&] { return scripts() == before + 3; }, 5s))
+        << "the late first attempt did not reach the server: " << scripts() - before;
+  }
   EXPECT_EQ(server.cli({"HGET", "late", owner}), "1") << "the late attempt released the new hold";
   EXPECT_FALSE(l.loss_token().stop_requested());
   l.unlock_or_throw();
@@ -134,11 +155,19 @@ void a_late_first_attempt_leaves_the_next_hold_alone(bool lock_queue) {
 }
 
 TEST(fault_unlock_outcome, a_first_attempt_that_runs_after_its_resend_leaves_the_next_hold_alone) {
-  a_late_first_attempt_leaves_the_next_hold_alone(true);
+  a_late_first_attempt_leaves_the_next_hold_alone(true, false);
 }
 
 TEST(fault_unlock_outcome, without_the_queue_a_late_first_attempt_leaves_the_next_hold_alone) {
-  a_late_first_attempt_leaves_the_next_hold_alone(false);
+  a_late_first_attempt_leaves_the_next_hold_alone(false, false);
+}
+
+TEST(fault_unlock_outcome, a_first_attempt_overtaken_by_its_resend_never_runs) {
+  a_late_first_attempt_leaves_the_next_hold_alone(true, true);
+}
+
+TEST(fault_unlock_outcome, without_the_queue_a_first_attempt_overtaken_by_its_resend_never_runs) {
+  a_late_first_attempt_leaves_the_next_hold_alone(false, true);
 }
 
 // A forced unlock is not resent when its reply is lost: with queued waiters its script hands the

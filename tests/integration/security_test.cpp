@@ -171,7 +171,8 @@ TEST(security, the_documented_acl_rule_is_enough_for_contended_locks) {
   server_options o;
   o.acl_users = {
       "locker on >lockerpw ~* resetchannels &redisson_lock__channel:* &rlock_handoff:* -@all "
-      "+ping +client|setname +select +script|load +eval +evalsha +subscribe +unsubscribe "
+      "+ping +client|setname +client|info +client|kill +select +script|load +eval +evalsha "
+      "+subscribe +unsubscribe "
       "+publish +del +exists +get +set +hdel +hexists +hget +hincrby +hkeys +hset +pexpire "
       "+pttl +time +zadd +zcard +zrange +zrem +zscore"};
   redis_server server(o);
