@@ -80,12 +80,16 @@
 //     runs: an acquire attempt that would otherwise reach the server after its resend, or
 //     after its undo, and after the owner's unlock, cannot take the free lock for nobody (a
 //     hold that no one renews or releases, which other clients would wait out for its whole
-//     lease). Where the server refuses CLIENT INFO or CLIENT KILL (an ACL user without them,
-//     the command renamed away, a server older than 6.2) this protection is off: unlocks keep
-//     the latch's, acquires none. An attempt that is still on the network between client and
-//     server when its connection is closed there is refused by the server's TCP stack; through
-//     a proxy that multiplexes clients onto shared connections it is not (closing a shared
-//     connection would fail the proxy's other clients, and the ids would not be the client's).
+//     lease). An attempt still on the network when its connection is closed is refused by the
+//     server's TCP stack. A connection closed this way is one the client gave up on, or one on
+//     which an attempt went unanswered within its timeout; with a pool
+//     (config::connection_pool_size) the latter may still carry other requests, which then
+//     fail as on any lost connection (errc::connection_lost, resent where that is safe).
+//     Where the server refuses CLIENT INFO or CLIENT KILL (an ACL user without them, the
+//     command renamed away, a server older than 6.2) this protection is off: unlocks keep the
+//     latch's, acquires have none. Behind a proxy that multiplexes clients onto shared
+//     connections the ids are the proxy's: such proxies commonly refuse CLIENT commands (the
+//     protection is then off); one that passed them would have its shared connection closed.
 //   - An acquire returns only with a lease ahead of it: a reply that arrives after less than a
 //     tenth of its lease (at most 1 s) is left, counted from the request's send time (a stalled
 //     network, a paused client), is not trusted. That acquire is undone and tried again within

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <rlock/client.hpp>
-#include <system_error>
 #include <string>
+#include <system_error>
 
 #include "faults/fault_proxy.hpp"
 #include "integration/common.hpp"
