@@ -135,6 +135,18 @@ void connection::send_setup(std::uint64_t gen) {
     cmds.push_back({"SELECT", std::to_string(opts_.address.database)});
   }
   if (!opts_.client_name.empty()) cmds.push_back({"CLIENT", "SETNAME", opts_.client_name});
+  // Earlier connections dropped with requests unanswered: closed on the server before this one
+  // sends anything else, so that none of what they carried runs after what this one sends (a
+  // resent request, the undo of one that got no answer). Best effort, as CLIENT INFO below;
+  // kept for the next setup until one answers.
+  std::vector<server_client> left_behind;
+  {
+    std::lock_guard lk(mu_);
+    left_behind = left_behind_;
+  }
+  for (const server_client& c : left_behind) {
+    cmds.push_back({"CLIENT", "KILL", "ID", c.id, "ADDR", c.addr, "SKIPME", "yes"});
+  }
   // The connection's id on the server, to close it there should a request written on it be
   // resent elsewhere (server_client.hpp). Command connections only: subscribers run no scripts.
   if (!opts_.pubsub) cmds.push_back({"CLIENT", "INFO"});
@@ -159,11 +171,14 @@ void connection::send_setup(std::uint64_t gen) {
     // that refuses CLIENT INFO (also: older than Redis 6.2): its resends go without closing
     // the connection they left, as before.
     const bool identity = what == "CLIENT INFO";
-    const bool cosmetic = what == "CLIENT SETNAME" || identity;
+    // Answered (closed, not found, or refused): done with, unless this setup fails before.
+    std::optional<server_client> killed;
+    if (what == "CLIENT KILL") killed = server_client{cmds[i][3], cmds[i][5]};
+    const bool cosmetic = what == "CLIENT SETNAME" || killed || identity;
     const bool ping = what == "PING";
     entry e;
     e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic, identity, ping,
-                  what = std::move(what)](exec_result r) {
+                  killed = std::move(killed), what = std::move(what)](exec_result r) {
       const bool ignored =
           (cosmetic && (r.ec == errc::server_error || r.ec == errc::no_permission ||
                         r.ec == errc::command_unavailable)) ||
@@ -171,6 +186,10 @@ void connection::send_setup(std::uint64_t gen) {
       if (identity && !r.ec && r.value.is_string()) {
         std::lock_guard id_lk(self->mu_);
         if (gen == self->generation_) self->server_client_ = parse_client_info(r.value.str());
+      }
+      if (killed) {
+        std::lock_guard kill_lk(self->mu_);
+        std::erase(self->left_behind_, *killed);
       }
       if (r.ec && !ignored) {
         std::string detail = what + " failed during connection setup";
@@ -677,6 +696,12 @@ void connection::drop(std::uint64_t gen, std::error_code ec, std::string detail)
       if (!e.abandoned && e.req.done) {
         done.emplace_back(std::move(e.req.done), unknown_outcome_locked(ec, detail));
       }
+    }
+    // Requests left unanswered (abandoned ones included) may still run on the server: the next
+    // connection closes this one there first (send_setup). The latest few are kept.
+    if (server_client_ && !awaiting_.empty()) {
+      if (left_behind_.size() >= max_left_behind) left_behind_.erase(left_behind_.begin());
+      left_behind_.push_back(*server_client_);
     }
     clear_awaiting_locked();
     server_client_.reset();

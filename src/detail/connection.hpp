@@ -27,10 +27,12 @@
 // within the connect timeout. Failures that do not fix themselves are sticky: AUTH, TLS, NOPERM,
 // and any other error reply to a setup command (SELECT of a database the server does not have,
 // say). Requests fail fast with that error, and the failed step's text, until a later reconnect
-// succeeds. CLIENT SETNAME and CLIENT INFO are best effort: a server that refuses them (renamed
-// away, not in the ACL, older than 6.2) is used anyway. CLIENT INFO tells the connection its id
-// on the server, which the failure of a request whose outcome is unknown carries
-// (exec_result::unknown_on) so that a resend can close it there first (server_client.hpp).
+// succeeds. CLIENT SETNAME, CLIENT KILL and CLIENT INFO are best effort: a server that refuses
+// them (renamed away, not in the ACL, older than 6.2) is used anyway. CLIENT INFO tells the
+// connection its id on the server, which the failure of a request whose outcome is unknown
+// carries (exec_result::unknown_on) so that a resend can close it there first
+// (server_client.hpp); after a drop with requests unanswered, the next setup closes the old
+// connection there too (CLIENT KILL), before anything else goes out on the new one.
 #pragma once
 
 #include <array>
@@ -223,6 +225,10 @@ class connection : public std::enable_shared_from_this<connection> {
   // This generation's connection as the server knows it (CLIENT INFO during setup); empty
   // until then, after a drop, and when the server would not tell.
   std::optional<server_client> server_client_;
+  // Earlier generations' connections, dropped with requests unanswered, that the next setup
+  // closes on the server (send_setup); at most max_left_behind, the latest.
+  std::vector<server_client> left_behind_;
+  static constexpr std::size_t max_left_behind = 8;
   int failures_ = 0;
   clock::time_point last_read_ = clock::now();
   std::minstd_rand rng_{std::random_device{}()};
