@@ -144,8 +144,10 @@ void connection::send_setup(std::uint64_t gen) {
     std::lock_guard lk(mu_);
     left_behind = left_behind_;
   }
+  const std::size_t first_kill = cmds.size();
   for (const server_client& c : left_behind) {
-    cmds.push_back({"CLIENT", "KILL", "ID", c.id, "ADDR", c.addr, "SKIPME", "yes"});
+    const auto args = kill_args(c);
+    cmds.emplace_back(args.begin(), args.end());
   }
   // The connection's id on the server, to close it there should a request written on it be
   // resent elsewhere (server_client.hpp). Command connections only: subscribers run no scripts.
@@ -173,7 +175,9 @@ void connection::send_setup(std::uint64_t gen) {
     const bool identity = what == "CLIENT INFO";
     // Answered (closed, not found, or refused): done with, unless this setup fails before.
     std::optional<server_client> killed;
-    if (what == "CLIENT KILL") killed = server_client{cmds[i][3], cmds[i][5]};
+    if (i >= first_kill && i - first_kill < left_behind.size()) {
+      killed = left_behind[i - first_kill];
+    }
     const bool cosmetic = what == "CLIENT SETNAME" || killed || identity;
     const bool ping = what == "PING";
     entry e;

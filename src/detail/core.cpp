@@ -1,6 +1,5 @@
 #include "detail/core.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <future>
 #include <optional>
@@ -330,18 +329,16 @@ void core::send(const std::shared_ptr<attempt>& a) {
   request r;
   a->last_sent = clock::now();
   r.external = &a->payload;  // `a` lives until r.done has run
-  const bool kill_unknown = a->close_unknown && !a->unknown_on.empty();
-  if (!a->fence.empty() || kill_unknown) {
+  if (!a->fence.empty() || (a->close_unknown && !a->unknown_on.empty())) {
+    std::vector<server_client> kills = a->fence;
+    if (a->close_unknown) add_unique(kills, a->unknown_on);
     // The kills go first in the same write, on the connection this attempt takes: the server
     // closes those connections before it runs this attempt. Their replies are not reported
     // (0 for a connection already gone; an error where the server refuses CLIENT KILL, which
     // leaves the protection of the scripts alone: lock.hpp).
     a->fenced_payload.clear();
-    for (const server_client& c : a->fence) encode_kill(c, a->fenced_payload);
-    if (kill_unknown) {
-      for (const server_client& c : a->unknown_on) encode_kill(c, a->fenced_payload);
-    }
-    r.replies = 1 + static_cast<int>(a->fence.size() + (kill_unknown ? a->unknown_on.size() : 0));
+    for (const server_client& c : kills) encode_kill(c, a->fenced_payload);
+    r.replies = 1 + static_cast<int>(kills.size());
     a->fenced_payload += a->payload;
     r.external = &a->fenced_payload;
   }
@@ -377,11 +374,7 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   // A server-side BUSY or LOADING reply proves the command did not run.
   if (res.written && res.ec && res.ec != errc::server_busy) {
     a->written_once = true;
-    for (server_client& c : res.unknown_on) {
-      if (std::find(a->unknown_on.begin(), a->unknown_on.end(), c) == a->unknown_on.end()) {
-        a->unknown_on.push_back(std::move(c));
-      }
-    }
+    add_unique(a->unknown_on, std::move(res.unknown_on));
   }
   res.unknown_on = a->unknown_on;
   if (act.what != retry_fsm::action::kind::retry_after) {

@@ -434,11 +434,7 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     std::string detail = r.ec ? std::move(res.detail) : std::string();
     std::vector<server_client> unknown_on = std::move(res.unknown_on);
     self->step(o, [&self, o, r, written, server_ms, sent_at, &detail, &unknown_on](acquire_fsm& f) {
-      for (server_client& c : unknown_on) {
-        if (std::find(o->unknown_on.begin(), o->unknown_on.end(), c) == o->unknown_on.end()) {
-          o->unknown_on.push_back(std::move(c));
-        }
-      }
+      add_unique(o->unknown_on, std::move(unknown_on));
       acquire_fsm::reply answer = r;
       if (!r.acquired && !r.ec && o->prior_count > 0) {
         self->reentry_found_lock_gone(o);

@@ -35,9 +35,19 @@ std::optional<server_client> parse_client_info(std::string_view info) {
   return server_client{std::string(id), std::string(addr)};
 }
 
+std::array<std::string_view, 8> kill_args(const server_client& c) {
+  return {"CLIENT", "KILL", "ID", c.id, "ADDR", c.addr, "SKIPME", "yes"};
+}
+
 void encode_kill(const server_client& c, std::string& out) {
-  const std::string_view args[] = {"CLIENT", "KILL", "ID", c.id, "ADDR", c.addr, "SKIPME", "yes"};
+  const auto args = kill_args(c);
   encode_command(args, out);
+}
+
+void add_unique(std::vector<server_client>& to, std::vector<server_client> from) {
+  for (server_client& c : from) {
+    if (std::find(to.begin(), to.end(), c) == to.end()) to.push_back(std::move(c));
+  }
 }
 
 }  // namespace rlock::detail

@@ -13,9 +13,11 @@
 // the id came from (a restart reuses ids) closes nothing.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rlock::detail {
 
@@ -29,7 +31,13 @@ struct server_client {
 /// either is missing or malformed (an id that is not digits, an addr with spaces).
 std::optional<server_client> parse_client_info(std::string_view info);
 
-/// Appends the RESP encoding of "CLIENT KILL ID <id> ADDR <addr> SKIPME yes" to `out`.
+/// The arguments of "CLIENT KILL ID <id> ADDR <addr> SKIPME yes" (views into `c`).
+std::array<std::string_view, 8> kill_args(const server_client& c);
+
+/// Appends the RESP encoding of kill_args(c) to `out`.
 void encode_kill(const server_client& c, std::string& out);
+
+/// Appends each of `from` that `to` does not hold yet, in order.
+void add_unique(std::vector<server_client>& to, std::vector<server_client> from);
 
 }  // namespace rlock::detail

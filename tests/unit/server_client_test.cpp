@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace rlock::detail {
 namespace {
@@ -51,6 +52,13 @@ TEST(server_client, kill_matches_both_id_and_addr) {
   EXPECT_EQ(out,
             "prefix*8\r\n$6\r\nCLIENT\r\n$4\r\nKILL\r\n$2\r\nID\r\n$2\r\n12\r\n$4\r\nADDR\r\n"
             "$15\r\n127.0.0.1:51234\r\n$6\r\nSKIPME\r\n$3\r\nyes\r\n");
+}
+
+TEST(server_client, add_unique_keeps_order_and_skips_what_is_there) {
+  std::vector<server_client> to{{"1", "a:1"}, {"2", "a:2"}};
+  add_unique(to, {{"2", "a:2"}, {"3", "a:3"}, {"1", "b:1"}, {"3", "a:3"}});
+  const std::vector<server_client> want{{"1", "a:1"}, {"2", "a:2"}, {"3", "a:3"}, {"1", "b:1"}};
+  EXPECT_EQ(to, want);
 }
 
 }  // namespace
