@@ -60,8 +60,14 @@
 //     hold twice. An acquire whose outcome stays unknown is undone in the background; the
 //     same owner's next acquire or unlock of that lock is sent once the undo has landed (an
 //     unlock sent before it would take the hold the undo is for, and leave the owner's last
-//     hold on the server for a lease). If the undo itself fails, the owner's final unlock
-//     releases any hold it finds left.
+//     hold on the server for a lease). An undo that fails while the server cannot be reached
+//     (timeouts, lost or refused connections, a busy server) is sent again, a retry delay
+//     later (config::retry_delay_base, retry_delay_max), until it lands or no hold of that
+//     acquire can be left (its lease, or the queue liveness for a hand-off, from when the
+//     undo began); the owner's next acquire or unlock of the lock sends a waiting round at
+//     once, and the client's close sends it one last time (within the close's bound). An undo
+//     refused for good (NOPERM, OOM, WRONGTYPE), or whose last round failed while the owner
+//     waited for it, ends; the owner's final unlock then releases any hold it finds left.
 //   - Each unlock writes Redisson's unlock latch "redisson_unlock_latch:{<name>}:<request id>"
 //     (its result, for a resent attempt to read), with a TTL of (timeout + retry_delay_max) x
 //     retry_attempts. When the unlock was answered on its only attempt, nothing can read the

@@ -136,6 +136,10 @@ void lock_service::shutdown() {
     }
     for (auto& [key, ops] : after_undo_) parked.insert(parked.end(), ops.begin(), ops.end());
     after_undo_.clear();
+    // Undos waiting for their next round send it now, as their last (waited for below).
+    for (auto& [key, timers] : undo_waits_) {
+      for (auto& t : timers) t->cancel();
+    }
     // Unlocks parked behind an undo stay parked: they are sent when it lands (the wait below),
     // and refused after it.
   }
@@ -237,6 +241,7 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
         // Started when this owner's clean-up has landed and its acquire in flight has ended.
         after_undo_[key].push_back(o);
         park_locked(o);
+        hurry_undos_locked(key);
         return;
       }
       acquiring_.emplace(key, o);
@@ -917,10 +922,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
   }
   // In call order: a parked unlock goes before a parked acquire (which then sees its result).
   for (auto& f : unlocks) f(true);
-  if (same_owner_next) {
-    same_owner_next->timer.cancel();  // the parking deadline; the state machine arms its own
-    start(same_owner_next);
-  }
+  if (same_owner_next) resume_parked(same_owner_next);
   auto done = std::move(o->done);
   if ((stale || lost_reentry) && !o->req.single_attempt && clock::now() < o->req.deadline &&
       !o->req.stop.stop_requested()) {
@@ -960,60 +962,42 @@ void lock_service::extend_handed(const std::string& raw_name, const std::string&
               });
 }
 
+void lock_service::resume_parked(const std::shared_ptr<op>& o) {
+  o->timer.cancel();  // the parking deadline; the state machine arms its own
+  start(o);
+}
+
 void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
   // The acquire may have been applied (reply lost, handed over, or it came after a stop
   // request): undo it only if the owner's count shows exactly that acquire, then let waiters
   // know. In queued mode the same script removes the waiter from the queue.
   // Until this clean-up has landed, the same owner's next acquire waits: its count check could
   // otherwise match (and release) that later acquire.
-  const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
-  {
-    std::lock_guard lk(mu_);
-    ++undo_in_flight_[key];
-  }
-  auto landed = [self = shared_from_this(), key](exec_result res) {
-    std::shared_ptr<op> ready;
-    std::vector<std::function<void(bool)>> unlocks;
-    {
-      std::lock_guard lk(self->mu_);
-      if (res.ec) {
-        // The undo may not have run (or run only in part): the owner's hold count on the
-        // server may be one more than its local one. Its final unlock then finds holds left
-        // and releases them too.
-        if (hold* h = self->find_hold_locked(key.first, key.second)) ++h->unsure;
-      }
-      auto it = self->undo_in_flight_.find(key);
-      if (it != self->undo_in_flight_.end() && --it->second <= 0) {
-        self->undo_in_flight_.erase(it);
-        // Unless a re-entry of the owner is in flight (unlocks parked behind it go when it
-        // completes).
-        const bool reentry_in_flight = self->acquiring_.count(key) != 0;
-        ready = self->next_parked_locked(key);
-        if (!reentry_in_flight) unlocks = self->take_parked_unlocks_locked(key);
-        if (self->undo_in_flight_.empty()) self->cleanup_done_.notify_all();
-      }
-    }
-    for (auto& f : unlocks) f(true);
-    if (ready) {
-      ready->timer.cancel();  // the parking deadline; the state machine arms its own
-      self->start(ready);
-    }
-  };
-  std::vector<server_client> fence;
+  auto u = std::make_shared<undo>();
+  u->key = std::make_pair(o->req.raw_name, o->req.owner_id);
+  u->channel = o->channel;
+  u->owner = o->owner;
+  u->lease = o->lease;
+  u->expected = std::to_string(o->prior_count + 1);
+  u->latch = unlock_latch(o->req.raw_name, random_request_id());
+  // Every attempt of the acquire was sent before now; a hold it left (or a hand-off to it) ends
+  // within its lease (the queue entry's liveness) from then.
+  u->hold_gone_by = clock::now() + std::max(o->lease, core_->cfg().lock_queue_liveness);
   {
     std::lock_guard lk(o->mu);
-    fence = o->unknown_on;
+    u->fence = o->unknown_on;
   }
-  send_unlock(o->req.raw_name, o->channel, o->owner, o->lease, std::to_string(o->prior_count + 1),
-              std::move(landed), false, std::move(fence));
+  {
+    std::lock_guard lk(mu_);
+    ++undo_in_flight_[u->key];
+  }
+  send_undo(u);
 }
 
-void lock_service::send_unlock(const std::string& raw_name, const std::string& channel,
-                               const std::string& owner, std::chrono::milliseconds lease,
-                               const std::string& expected, exec_callback done,
-                               bool completes_on_caller, std::vector<server_client> fence) {
-  const std::string latch = unlock_latch(raw_name, random_request_id());
-  const std::string lease_s = std::to_string(lease.count());
+void lock_service::send_unlock(unlock_request r, exec_callback done) {
+  const std::string latch =
+      r.latch.empty() ? unlock_latch(r.raw_name, random_request_id()) : std::move(r.latch);
+  const std::string lease_s = std::to_string(r.lease.count());
   const auto& cfg = core_->cfg();
   const std::string latch_ttl =
       std::to_string((cfg.timeout + cfg.retry_delay_max).count() * cfg.retry_attempts);
@@ -1022,22 +1006,25 @@ void lock_service::send_unlock(const std::string& raw_name, const std::string& c
   // And a resend closes the connections an earlier attempt may still run on (the latch is the
   // protection where the server refuses that).
   opts.close_unknown = true;
-  opts.fence = std::move(fence);
-  opts.completes_on_caller = completes_on_caller;
+  opts.fence = std::move(r.fence);
+  opts.completes_on_caller = r.completes_on_caller;
   const bool queued = cfg.lock_queue;
-  const std::string queue = queued ? queue_key(raw_name) : std::string();
-  const std::vector<std::string> spent = spent_latches_.take(raw_name);
-  const auto keys = queued ? with_spent({raw_name, channel, latch, queue}, spent)
-                           : with_spent({raw_name, channel, latch}, spent);
+  const std::string queue = queued ? queue_key(r.raw_name) : std::string();
+  const std::vector<std::string> spent = spent_latches_.take(r.raw_name);
+  const auto keys = queued ? with_spent({r.raw_name, r.channel, latch, queue}, spent)
+                           : with_spent({r.raw_name, r.channel, latch}, spent);
   // ARGV[5]: "" for any count.
-  const std::string_view args[] = {lease_s, owner, "publish", latch_ttl, expected};
-  core_->eval(
-      queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
-      [self = shared_from_this(), raw_name, latch, done = std::move(done)](exec_result res) {
-        // Answered, and no earlier attempt can still run: nothing will read the latch again.
-        if (!res.ec && !res.earlier_attempt_may_have_run) self->spent_latches_.put(raw_name, latch);
-        done(std::move(res));
-      });
+  const std::string_view args[] = {lease_s, r.owner, "publish", latch_ttl, r.expected};
+  core_->eval(queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
+              [self = shared_from_this(), raw_name = r.raw_name, latch,
+               sent_before = r.latch_sent_before, done = std::move(done)](exec_result res) {
+                // Answered, and no earlier attempt can still run: nothing will read the latch
+                // again.
+                if (!res.ec && !res.earlier_attempt_may_have_run && !sent_before) {
+                  self->spent_latches_.put(raw_name, latch);
+                }
+                done(std::move(res));
+              });
 }
 
 void lock_service::maybe_linger_locked(const std::string& raw_name, entry& e) {
@@ -1157,6 +1144,7 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
           done(make_error_code(errc::shutdown));
         }
       });
+      hurry_undos_locked(key);
       return;
     }
     if (hold* h = find_hold_locked(raw_name, owner_id)) {
@@ -1174,10 +1162,15 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
     }
   }
   const auto sent_at = clock::now();
+  unlock_request r;
+  r.raw_name = raw_name;
+  r.channel = lock_channel(raw_name);
+  r.owner = owner_field(owner_id);
+  r.lease = lease;
+  r.completes_on_caller = completes_on_caller;
   send_unlock(
-      raw_name, lock_channel(raw_name), owner_field(owner_id), lease, "",
-      [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, error_detail, lease,
-       sent_at, done = std::move(done)](exec_result res) {
+      std::move(r), [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, error_detail,
+                     lease, sent_at, done = std::move(done)](exec_result res) {
         const unlock_outcome outcome = decode_unlock(res);
         std::error_code ec = outcome.ec;
         if (ec && error_detail != nullptr) *error_detail = res.detail;
@@ -1240,8 +1233,7 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
         }
         if (not_owner) ec = make_error_code(errc::not_owner);
         done(ec);
-      },
-      completes_on_caller);
+      });
 }
 
 void lock_service::force_unlock(const std::string& raw_name,

@@ -125,18 +125,49 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   void refresh(const std::string& raw_name);
   void finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a,
               std::unique_lock<std::mutex>& lk);
-  /// Undoes an acquire that may have been applied, and (queued mode) leaves the wait queue.
+  /// Undoes an acquire that may have been applied, and (queued mode) leaves the wait queue,
+  /// in rounds until it lands (undo_policy.hpp; lock_undo.cpp).
   void release_or_leave(const std::shared_ptr<op>& o);
+  // One undo, over its rounds.
+  struct undo {
+    std::pair<std::string, std::uint64_t> key;  // (name, owner id)
+    std::string channel;
+    std::string owner;
+    std::chrono::milliseconds lease{};
+    std::string expected;  // the owner's hold count with exactly the acquire undone
+    std::string latch;     // shared by every round
+    // Where attempts of the acquire, or of earlier rounds, may still run: closed first.
+    std::vector<server_client> fence;
+    clock::time_point hold_gone_by;  // undo_policy.hpp
+    int rounds = 0;                  // sent so far
+  };
+  void send_undo(const std::shared_ptr<undo>& u);
+  void undo_answered(const std::shared_ptr<undo>& u, exec_result res);
+  /// Sends the next round of the undos of `key` waiting for it at once (an acquire or unlock of
+  /// that owner now waits for them); mu_ held.
+  void hurry_undos_locked(const std::pair<std::string, std::uint64_t>& key);
   void maybe_linger_locked(const std::string& raw_name, entry& e);
-  /// Sends the unlock script (plain or queued, per config) releasing one hold of `owner` with a
-  /// fresh unlock latch, and deletes the lock's spent latches. `expected`: the owner's expected
-  /// hold count, or "" for any. Before `done` runs, the latch goes to spent_latches_ if this
-  /// unlock was answered on its only attempt. `fence`: connections to close on the server
-  /// first (exec_options::fence), where the acquire this unlock undoes may still run.
-  void send_unlock(const std::string& raw_name, const std::string& channel,
-                   const std::string& owner, std::chrono::milliseconds lease,
-                   const std::string& expected, exec_callback done,
-                   bool completes_on_caller = false, std::vector<server_client> fence = {});
+  struct unlock_request {
+    std::string raw_name;
+    std::string channel;
+    std::string owner;
+    std::chrono::milliseconds lease{};
+    /// The owner's expected hold count, or "" for any.
+    std::string expected;
+    /// The unlock latch's key; "" for a fresh one. An undo's rounds share one: whichever runs
+    /// first, the others (and their late attempts) read its result and change nothing.
+    std::string latch;
+    /// An earlier request with this latch may have run: the latch is never spent.
+    bool latch_sent_before = false;
+    bool completes_on_caller = false;
+    /// Connections to close on the server first (exec_options::fence), where the acquire this
+    /// unlock undoes may still run.
+    std::vector<server_client> fence;
+  };
+  /// Sends the unlock script (plain or queued, per config) releasing one hold of `r.owner`, and
+  /// deletes the lock's spent latches. Before `done` runs, the latch goes to spent_latches_ if
+  /// this unlock was answered on its only attempt and no earlier request had it.
+  void send_unlock(unlock_request r, exec_callback done);
   /// Registers a hold with the watchdog (its loss callback reaches on_lost).
   std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,
                               const std::string& owner);
@@ -148,6 +179,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// (errc::timeout) or on a stop request (errc::stopped) without being started.
   void park_locked(const std::shared_ptr<op>& o);
   void unpark(const std::shared_ptr<op>& o, errc why);
+  /// Starts a parked acquire that next_parked_locked() returned (mu_ not held).
+  void resume_parked(const std::shared_ptr<op>& o);
   /// The next parked acquire of (name, owner) to start, now that nothing of that owner is in
   /// flight (no undo, no acquire), marked as acquiring; nullptr if none may start yet.
   std::shared_ptr<op> next_parked_locked(const std::pair<std::string, std::uint64_t>& key);
@@ -185,6 +218,10 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   // a resend of the first, so both would be granted one server hold. A later one waits in
   // after_undo_ like behind an undo.
   std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<op>> acquiring_;
+  // Undos of (name, owner) waiting for their next round (a timer each); cancelled to send it
+  // at once. Set, waited on and cancelled with mu_ held.
+  std::map<std::pair<std::string, std::uint64_t>, std::vector<std::shared_ptr<asio::steady_timer>>>
+      undo_waits_;
   std::condition_variable cleanup_done_;  // undo_in_flight_ and latch_dels_ reached 0
   int latch_dels_ = 0;                    // DELs of spent latches sent at shutdown, in flight
   bool closed_ = false;

@@ -1,0 +1,92 @@
+// The undo of an acquire whose outcome is unknown, in rounds (undo_policy.hpp).
+#include <algorithm>
+#include <random>
+
+#include "detail/backoff.hpp"
+#include "detail/lock_service.hpp"
+#include "detail/undo_policy.hpp"
+
+namespace rlock::detail {
+
+void lock_service::send_undo(const std::shared_ptr<undo>& u) {
+  unlock_request r;
+  r.raw_name = u->key.first;
+  r.channel = u->channel;
+  r.owner = u->owner;
+  r.lease = u->lease;
+  r.expected = u->expected;
+  r.latch = u->latch;
+  r.latch_sent_before = u->rounds > 0;
+  r.fence = u->fence;
+  ++u->rounds;
+  send_unlock(std::move(r), [self = shared_from_this(), u](exec_result res) {
+    self->undo_answered(u, std::move(res));
+  });
+}
+
+void lock_service::undo_answered(const std::shared_ptr<undo>& u, exec_result res) {
+  std::shared_ptr<op> ready;
+  std::vector<std::function<void(bool)>> unlocks;
+  {
+    std::lock_guard lk(mu_);
+    const auto& key = u->key;
+    if (res.ec) {
+      thread_local std::mt19937_64 rng{std::random_device{}()};
+      const auto& cfg = core_->cfg();
+      const auto delay =
+          equal_jitter(cfg.retry_delay_base, cfg.retry_delay_max).delay(u->rounds, rng);
+      const auto parked = after_undo_.find(key);
+      const auto parked_unlocks = unlocks_after_undo_.find(key);
+      undo_round_failure f;
+      f.ec = res.ec;
+      f.closing = closed_;
+      f.others_waiting =
+          (parked != after_undo_.end() && !parked->second.empty()) ||
+          (parked_unlocks != unlocks_after_undo_.end() && !parked_unlocks->second.empty());
+      f.next_round = clock::now() + delay;
+      f.hold_gone_by = u->hold_gone_by;
+      if (undo_again(f)) {
+        add_unique(u->fence, res.unknown_on);
+        auto t = std::make_shared<asio::steady_timer>(core_->io(), delay);
+        undo_waits_[key].push_back(t);
+        // Waited on with mu_ held, as it is cancelled (hurry_undos_locked, shutdown()).
+        t->async_wait([self = shared_from_this(), u, t](std::error_code) {
+          {
+            std::lock_guard waits_lk(self->mu_);
+            auto it = self->undo_waits_.find(u->key);
+            if (it != self->undo_waits_.end()) {
+              std::erase(it->second, t);
+              if (it->second.empty()) self->undo_waits_.erase(it);
+            }
+          }
+          self->send_undo(u);
+        });
+        return;
+      }
+      // The undo may not have run (or run only in part): the owner's hold count on the server
+      // may be one more than its local one. Its final unlock then finds holds left and releases
+      // them too.
+      if (hold* h = find_hold_locked(key.first, key.second)) ++h->unsure;
+    }
+    auto it = undo_in_flight_.find(key);
+    if (it != undo_in_flight_.end() && --it->second <= 0) {
+      undo_in_flight_.erase(it);
+      // Unless a re-entry of the owner is in flight (unlocks parked behind it go when it
+      // completes).
+      const bool reentry_in_flight = acquiring_.count(key) != 0;
+      ready = next_parked_locked(key);
+      if (!reentry_in_flight) unlocks = take_parked_unlocks_locked(key);
+      if (undo_in_flight_.empty()) cleanup_done_.notify_all();
+    }
+  }
+  for (auto& f : unlocks) f(true);
+  if (ready) resume_parked(ready);
+}
+
+void lock_service::hurry_undos_locked(const std::pair<std::string, std::uint64_t>& key) {
+  if (auto it = undo_waits_.find(key); it != undo_waits_.end()) {
+    for (auto& t : it->second) t->cancel();
+  }
+}
+
+}  // namespace rlock::detail
