@@ -4,7 +4,8 @@
 // Redis 7 counts the commands a script runs (redis.call) in commandstats too, so "client
 // requests" are only the commands an rlock client issues on its own: scripts (evalsha, eval),
 // pub/sub (subscribe, unsubscribe and their sharded forms), connection upkeep (ping, hello,
-// auth, select, client|setname, script|load). A workload's GET/SET and the bench's own INFO,
+// auth, select, client|setname, client|info, script|load) and the CLIENT KILL that a resent
+// request sends ahead of itself (client|kill). A workload's GET/SET and the bench's own INFO,
 // GET and DEL are never among them.
 //
 // Guarantees: parse_commandstats() reads "cmdstat_NAME:calls=N,..." lines (other lines are
