@@ -48,8 +48,7 @@ long long client_requests(const command_counts& delta) {
   long long n = 0;
   for (const char* name :
        {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping",
-        "hello", "auth", "select", "client|setname", "client|info", "client|kill",
-        "script|load"}) {
+        "hello", "auth", "select", "client|setname", "client|info", "client|kill", "script|load"}) {
     n += count_of(delta, name);
   }
   return n;
