@@ -1,16 +1,19 @@
 // A server that closes every connection at once (issue #7, bad input): a real Redis killing all
 // its clients (CLIENT KILL TYPE normal and pubsub), and a listener of our own that closes each
-// connection as soon as it accepts it. What rlock guarantees (src/detail/core.cpp, retry_fsm):
+// connection as soon as it accepts it; and a server that closes idle connections (its `timeout`
+// setting). What rlock guarantees (src/detail/core.cpp, retry_fsm):
 // a request certainly not written is retried within its budget; a written non-idempotent one
 // fails with connection_lost (outcome unknown); lock operations are idempotent and survive.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <memory>
 #include <string>
 
 #include "common.hpp"
 #include "hostile_common.hpp"
+#include "support/client_list.hpp"
 #include "support/lock_listeners.hpp"
 #include "support/loopback_listener.hpp"
 #include "support/wait.hpp"
@@ -106,6 +109,50 @@ TEST(hostile_disconnect, a_server_that_closes_at_once_gives_not_connected_within
   EXPECT_EQ(unbounded.ec, errc::not_connected) << unbounded.what;
   EXPECT_LT(unbounded.took, retry_budget(cfg).count());
   EXPECT_GE(server.accepted(), 1U);
+}
+
+// A server that closes idle clients (redis.conf `timeout`, in seconds; subscribers are exempt)
+// closes the command connection between a held lock's renewals. The client opens a new one each
+// time: the hold is renewed past its first lease, never reported lost, and released as usual.
+TEST(hostile_disconnect, a_server_closing_idle_connections_keeps_a_renewed_hold) {
+  server_options so;
+  so.extra_args = {"--timeout", "1"};
+  redis_server server(so);
+  config cfg = config_for(server);
+  cfg.client_name = "idle";
+  cfg.lock_watchdog_timeout = 4500ms;  // renewed every 1.5 s: idle past the server's 1 s between
+  client c(cfg);
+  auto l = c.get_lock("idle");
+  const auto locked = steady::now();
+  l.lock();
+  const std::stop_token lost = l.loss_token();
+  // The newest of the client's connections: a new one each time the server closes the idle one.
+  const auto newest = [&] {
+    long long id = 0;
+    for (const auto& f : client_list(server, "idle")) id = std::max(id, std::stoll(f.at("id")));
+    return id;
+  };
+  int opened = 0;
+  long long seen = newest();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const long long now = newest();
+        if (now > seen) {
+          ++opened;
+          seen = now;
+        }
+        return opened >= 3 && steady::now() - locked > cfg.lock_watchdog_timeout;
+      },
+      20s))
+      << opened << " connections opened after the server closed idle ones";
+  EXPECT_FALSE(lost.stop_requested()) << "the hold was reported lost";
+  EXPECT_EQ(server.cli({"EXISTS", "idle"}), "1") << "the hold was not renewed past its lease";
+  const outcome unlock = run_bounded([&] {
+    l.unlock_or_throw();
+    return true;
+  });
+  EXPECT_TRUE(unlock.value) << unlock.what;
+  EXPECT_EQ(server.cli({"EXISTS", "idle"}), "0");
 }
 
 }  // namespace
