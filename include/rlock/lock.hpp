@@ -56,6 +56,15 @@
 //     longer one does, and is reported through loss_token() once the holder runs again.
 //   - A Redis failover can lose a lock that was not yet replicated (Redis replication is
 //     asynchronous); this single-server release does not claim otherwise.
+//   - Clocks: the client times waits, leases and renewals on steady_clock only, so a jump of
+//     its own wall clock changes nothing. The Redis server counts key expiry (the lease) and
+//     the queue's deadlines on its wall clock. A jump of it forward past the lease ends the
+//     lock on the server at once: another client may take it before the holder's next renewal
+//     (within a third of the lease) stops loss_token(), and valid_until() cannot see it. A
+//     jump forward past the queue's deadlines drops the waiters queued then: each queues again
+//     at its next refresh (a third of config::lock_queue_liveness), behind whoever queued
+//     since. A jump back lengthens the lease on the server by the jump, and renewal never
+//     shortens a TTL: a holder that dies then leaves the lock for the jump plus the lease.
 //   - Acquire and unlock are idempotent: a lost reply is resent without taking or releasing a
 //     hold twice. An acquire whose outcome stays unknown is undone in the background; the
 //     same owner's next acquire or unlock of that lock is sent once the undo has landed (an

@@ -5,6 +5,9 @@
 //       and checks "<NAME>:inside" (INCR must return 1). Prints "acquisitions=A overlaps=O".
 //   lock_worker hold URL NAME WATCHDOG_MS           take the lock with the watchdog, print
 //       "held", then sleep (at most 120 s) until killed.
+//   lock_worker try-hold URL NAME WATCHDOG_MS WAIT_MS   try_lock for WAIT_MS under the watchdog:
+//       print "timeout" and exit with 3, or print "held", then "lost" if the hold is lost, and
+//       sleep (at most 120 s) until killed.
 //   lock_worker wait-hold URL NAME LEASE_MS LIVENESS_MS   print "waiting", take the lock with a
 //       fixed lease, print "held", sleep (at most 120 s) until killed.
 //   lock_worker ordered URL NAME PROCESS THREADS    thread t of process p has index
@@ -19,6 +22,7 @@
 #include <atomic>
 #include <cstdio>
 #include <rlock/client.hpp>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +68,24 @@ int main(int argc, char** argv) try {
     l.lock();
     std::printf("held\n");
     std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::seconds(120));
+    return 0;
+  }
+  if (mode == "try-hold" && argc == 6) {
+    cfg.lock_watchdog_timeout = std::chrono::milliseconds(std::stoi(argv[4]));
+    rlock::client c(cfg);
+    auto l = c.get_lock(name);
+    if (!l.try_lock(std::chrono::milliseconds(std::stoi(argv[5])))) {
+      std::printf("timeout\n");
+      std::fflush(stdout);
+      return 3;
+    }
+    std::printf("held\n");
+    std::fflush(stdout);
+    const std::stop_callback on_loss(l.loss_token(), [] {
+      std::printf("lost\n");
+      std::fflush(stdout);
+    });
     std::this_thread::sleep_for(std::chrono::seconds(120));
     return 0;
   }

@@ -211,6 +211,7 @@ redis_server::start_result redis_server::start_once(clock_type::time_point deadl
   child_options child;
   child.stdout_file = dir_.path() / "stdout.log";
   child.merge_stderr = true;
+  child.extra_env = options_.extra_env;
   process_ = std::make_unique<child_process>(find_program("redis-server", "/usr/bin/redis-server"),
                                              std::move(args), std::move(child));
   paused_ = false;

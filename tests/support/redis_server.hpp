@@ -54,6 +54,8 @@ struct server_options {
   // Raw ACL rule strings, each written to redis.conf as a `user <rule>` line,
   // e.g. "alice on >secret ~* &* +@all".
   std::vector<std::string> acl_users{};
+  // "NAME=value" entries added to the server's environment, e.g. clock_shift::env().
+  std::vector<std::string> extra_env{};
 };
 
 class redis_server {
