@@ -160,7 +160,8 @@ TEST_F(clock_jump_watchdog, a_forward_jump_past_the_lease_is_reported_and_frees_
 // nobody to hand the lock to (unless a refresh ran between the jump and the unlock), deletes
 // it, and each waiter learns at its next refresh that it is no longer queued and queues again:
 // the first to run gets the free lock, the other queues behind it and is handed the lock when
-// it is released.
+// it is released, or finds it free at its own refresh. (A waiter whose subscription completes
+// just after the unlock tries at once, as every waiter does once subscribed, and may be first.)
 class clock_jump_stale : public ::testing::TestWithParam<std::chrono::milliseconds> {};
 
 TEST_P(clock_jump_stale, waiters_whose_queue_entries_a_forward_jump_made_stale_queue_again) {
@@ -203,7 +204,9 @@ TEST_P(clock_jump_stale, waiters_whose_queue_entries_a_forward_jump_made_stale_q
   first.join();
   const auto got_second = second.acquired();
   ASSERT_TRUE(got_second.has_value()) << "the second waiter did not get the lock";
-  EXPECT_LT(ms_between(first_released, *got_second), 1000) << "handed over at once";
+  // Handed over at once if it had queued again by then; if the first took the lock before
+  // either refresh ran, the second learns at its own refresh that the lock is free.
+  EXPECT_LT(ms_between(first_released, *got_second), 1000 + 1500) << "within a refresh period";
   second.join();
   EXPECT_EQ(server.cli({"EXISTS", "stale", "rlock_queue:{stale}", "rlock_queue_live:{stale}"}),
             "0");
