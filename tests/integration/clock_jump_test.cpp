@@ -32,12 +32,10 @@
 namespace rlock::test {
 namespace {
 
-long long zcard(const redis_server& server, const std::string& key) {
-  return server.cli_reply({"ZCARD", key}).integer;
-}
-
-long long ms_between(steady::time_point from, steady::time_point to) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+// How many of the lock `name`'s keys exist: the lock, its queue and the queue's liveness hash.
+std::string lock_keys_left(const redis_server& server, const std::string& name) {
+  return server.cli(
+      {"EXISTS", name, "rlock_queue:{" + name + "}", "rlock_queue_live:{" + name + "}"});
 }
 
 // A server whose wall clock follows `shift`.
@@ -150,8 +148,7 @@ TEST_F(clock_jump_watchdog, a_forward_jump_past_the_lease_is_reported_and_frees_
   EXPECT_TRUE(fields.elements[0].str.starts_with(b.id())) << "the waiter's hold is intact";
 
   w.join();
-  EXPECT_EQ(server.cli({"EXISTS", "ahead", "rlock_queue:{ahead}", "rlock_queue_live:{ahead}"}),
-            "0");
+  EXPECT_EQ(lock_keys_left(server, "ahead"), "0");
 }
 
 // Both waiters' queue deadlines (at most 3 s ahead) pass in the jump; the holder's lease (60 s)
@@ -208,8 +205,7 @@ TEST_P(clock_jump_stale, waiters_whose_queue_entries_a_forward_jump_made_stale_q
   // either refresh ran, the second learns at its own refresh that the lock is free.
   EXPECT_LT(ms_between(first_released, *got_second), 1000 + 1500) << "within a refresh period";
   second.join();
-  EXPECT_EQ(server.cli({"EXISTS", "stale", "rlock_queue:{stale}", "rlock_queue_live:{stale}"}),
-            "0");
+  EXPECT_EQ(lock_keys_left(server, "stale"), "0");
 }
 
 INSTANTIATE_TEST_SUITE_P(jumps, clock_jump_stale, ::testing::Values(4500ms, 10s),
@@ -241,8 +237,7 @@ TEST_F(clock_jump_watchdog, a_backward_jump_changes_neither_renewal_nor_hand_off
   ASSERT_TRUE(got.has_value());
   EXPECT_LT(ms_between(released, *got), 1000) << "handed over at once, as before the jump";
   w.join();
-  EXPECT_EQ(server.cli({"EXISTS", "behind", "rlock_queue:{behind}", "rlock_queue_live:{behind}"}),
-            "0");
+  EXPECT_EQ(lock_keys_left(server, "behind"), "0");
 }
 
 TEST(clock_jump, a_dead_waiter_handed_the_lock_after_a_backward_jump_holds_it_for_its_lease) {

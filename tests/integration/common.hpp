@@ -30,9 +30,14 @@ inline std::future<bool> try_lock_then_unlock_async(lock& l, std::chrono::millis
   });
 }
 
+/// Milliseconds from `from` to `to`.
+inline long long ms_between(steady::time_point from, steady::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+}
+
 /// Milliseconds elapsed since `t0`.
 inline long long ms_since(steady::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0).count();
+  return ms_between(t0, steady::now());
 }
 
 /// EVALSHA calls the server has counted (INFO commandstats), rejected ones included (refused
@@ -47,6 +52,11 @@ inline long evalsha_calls(const redis_server& server) {
     return at == std::string::npos || at > end ? 0L : std::stol(info.substr(at + name.size()));
   };
   return field("calls=") + field("rejected_calls=");
+}
+
+/// Members of the sorted set `key` (a lock's wait queue: rlock_queue:{<name>}).
+inline long long zcard(const redis_server& server, const std::string& key) {
+  return server.cli_reply({"ZCARD", key}).integer;
 }
 
 /// Subscribers of a channel, as the server counts them (PUBSUB NUMSUB).

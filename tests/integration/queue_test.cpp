@@ -12,10 +12,6 @@
 namespace rlock::test {
 namespace {
 
-long long zcard(const redis_server& server, const std::string& key) {
-  return server.cli_reply({"ZCARD", key}).integer;
-}
-
 TEST(queue, arrival_order_is_respected_across_four_processes_of_four_threads) {
   redis_server server;
   client holder(config_for(server));
