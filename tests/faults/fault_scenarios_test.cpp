@@ -18,8 +18,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
 #include <sstream>
 
+#include "faults/cpu_starvation.hpp"
 #include "faults/scenario.hpp"
 
 namespace rlock::faults {
@@ -122,6 +124,34 @@ TEST(faults, sigstop_of_a_holder_for_less_than_a_third_of_the_lease_keeps_the_lo
   expect_safe(r, 6);
   EXPECT_EQ(r.check.loss_signals, 0) << "loss token fired\n" << explain(r);
   EXPECT_EQ(r.check.deadline_losses, 0) << "valid_until() passed\n" << explain(r);
+}
+
+// A holder starved of CPU time (fault N4; Redisson #2665 and #5698: a renewal that comes too
+// late): pinned to one CPU on which a real-time thread spins 400 ms of every 500 ms, for
+// 2.5 s. Each burst is shorter than a third of the lease, so the renewal that was due runs in
+// the next gap with most of the lease left, and the holder must never lose the lock. The hold
+// (600..1800 ms) spans renewals, so the starved process renews, and releases, in its gaps.
+// A starved worker's acquire may return up to a burst late (it gets no CPU when its deadline
+// comes), so the deadline margin is one burst more for this scenario.
+TEST(faults, cpu_starvation_of_a_holder_in_bursts_shorter_than_a_third_of_the_lease_keeps_it) {
+  if (const auto why = starvation_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  auto o = scenario("starve_holder", nemesis_kind::starve_holder);
+  o.starve_burst = 400ms;
+  o.starve_gap = 100ms;
+  o.fault_on = 2500ms;
+  o.fault_off = 1500ms;
+  o.hold = 1200ms;
+  o.deadline_margin = margin + o.starve_burst;
+  const auto r = run_scenario(o);
+  expect_safe(r, 3);
+  EXPECT_EQ(r.check.loss_signals, 0) << "loss token fired\n" << explain(r);
+  EXPECT_EQ(r.check.deadline_losses, 0) << "valid_until() passed\n" << explain(r);
+  // The fault landed: the holder's threads were kept off the CPU for at least a burst.
+  for (const auto& f : r.faults) {
+    std::cout << "[faults]   " << f.what << "\n";
+    EXPECT_GE(f.cpu_wait_ns, std::chrono::nanoseconds(o.starve_burst).count()) << f.what << "\n"
+                                                                               << explain(r);
+  }
 }
 
 // Longer than the lease: the lock expires, another worker takes it, the two critical sections

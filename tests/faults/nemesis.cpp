@@ -1,9 +1,12 @@
 #include "faults/nemesis.hpp"
 
 #include <array>
+#include <cstdio>
 #include <optional>
 #include <random>
 #include <thread>
+
+#include "faults/cpu_starvation.hpp"
 
 namespace rlock::faults {
 namespace {
@@ -261,6 +264,54 @@ class proxy_faults final : public nemesis {
   std::size_t index_ = 0;
 };
 
+// Starves a holder of CPU time for fault_on (fault N4): its threads are pinned to one CPU on
+// which a SCHED_FIFO thread spins in bursts (cpu_starvation.hpp), so the holder runs only in
+// the gaps. Bursts shorter than a third of the lease must not cost the lock: the renewal
+// that was due runs in the next gap, long before the lease ends. Recovery counts from the heal.
+class starve_holder final : public nemesis {
+ public:
+  void inject(fault_context& ctx, int) override {
+    index_.reset();
+    const auto id = stop_a_holder(ctx, rng_);
+    if (!id) return;
+    pid_ = ctx.pool.pid_of(*id);
+    const int cpu = starvation_cpu();
+    const bool pinned = pin(pid_, cpu);
+    wait_before_ = cpu_wait_ns(pid_);
+    hog_.emplace(cpu, ctx.options.starve_burst, ctx.options.starve_gap, ctx.options.fault_on);
+    fault_record f =
+        instant("starve holder w" + std::to_string(*id) + " on CPU " + std::to_string(cpu) +
+                    (pinned ? "" : " (not pinned: gone)") + ": SCHED_FIFO bursts of " +
+                    std::to_string(ctx.options.starve_burst.count()) + " ms, gaps of " +
+                    std::to_string(ctx.options.starve_gap.count()) + " ms, for " +
+                    std::to_string(ctx.options.fault_on.count()) + " ms",
+                *id);
+    index_ = record_fault(ctx, std::move(f));
+    ctx.pool.resume(*id);
+  }
+  void heal(fault_context& ctx) override {
+    if (!index_) return;
+    const int bursts = hog_->bursts();
+    hog_.reset();
+    fault_record& f = ctx.faults[*index_];
+    f.cpu_wait_ns = cpu_wait_ns(pid_) - wait_before_;
+    unpin(pid_);
+    record_heal(ctx, *index_);
+    f.recovery_from_ns = f.end_ns;
+    char text[96];
+    std::snprintf(text, sizeof text, " (%d bursts; its threads waited %.0f ms for a CPU)", bursts,
+                  static_cast<double>(f.cpu_wait_ns) / 1e6);
+    f.what += text;
+  }
+
+ private:
+  std::minstd_rand rng_{13};
+  std::optional<std::size_t> index_;
+  std::optional<cpu_hog> hog_;
+  pid_t pid_ = 0;
+  std::int64_t wait_before_ = 0;
+};
+
 // Even cycles: kill -9 a holder. Odd cycles: CLIENT KILL TYPE pubsub every tick.
 class kill_holder_and_pubsub final : public nemesis {
  public:
@@ -313,6 +364,8 @@ std::unique_ptr<nemesis> make_nemesis(nemesis_kind kind) {
       return std::make_unique<early_expiry>();
     case nemesis_kind::proxy:
       return std::make_unique<proxy_faults>();
+    case nemesis_kind::starve_holder:
+      return std::make_unique<starve_holder>();
   }
   return std::make_unique<no_faults>();
 }

@@ -91,6 +91,8 @@ std::string_view to_string(nemesis_kind k) {
       return "early_expiry";
     case nemesis_kind::proxy:
       return "proxy";
+    case nemesis_kind::starve_holder:
+      return "starve_holder";
   }
   return "unknown";
 }

@@ -42,6 +42,7 @@ enum class nemesis_kind {
   script_flush,            // SCRIPT FLUSH every tick while on
   early_expiry,            // PEXPIRE <lock> 1 while a worker holds it (a clock jump, data loss)
   proxy,                   // fault_proxy: cycles delay, drop_replies, hang, reset
+  starve_holder,           // pin a holder to one CPU, SCHED_FIFO bursts there for fault_on
 };
 
 std::string_view to_string(nemesis_kind k);
@@ -65,7 +66,9 @@ struct scenario_options {
   std::chrono::milliseconds fault_off{2500};
   std::chrono::milliseconds tick{400};  // repeated faults: one injection per tick while on
   std::chrono::milliseconds quiet{2500};
-  std::chrono::milliseconds proxy_delay{100};  // per chunk, each direction
+  std::chrono::milliseconds proxy_delay{100};   // per chunk, each direction
+  std::chrono::milliseconds starve_burst{400};  // starve_holder: no CPU for this long ...
+  std::chrono::milliseconds starve_gap{100};    // ... then the CPU for this long, and again
   // ---- the checks ----
   std::chrono::milliseconds deadline_margin{250};  // scheduling slack past an acquire deadline
 };
@@ -84,6 +87,7 @@ struct fault_record {
   std::int64_t recovery_ns = -1;      // -1: nobody acquired before the run ended
   std::int64_t loss_latency_ns = -1;  // -1: no loss event
   bool loss_detected = false;         // a loss event, or the unlock reported not_owner
+  std::int64_t cpu_wait_ns = -1;      // starve_holder: the target's threads' wait for a CPU
 };
 
 struct scenario_result {
