@@ -312,6 +312,41 @@ class starve_holder final : public nemesis {
   std::int64_t wait_before_ = 0;
 };
 
+// Cuts a holder off from the lock server for fault_on (faults N5 and N6): its namespace's end
+// of its lock link goes down (worker_networks.hpp), while the other workers stay connected.
+// Longer than the lease, the lock expires and another worker takes it: the cut-off holder
+// must learn of the loss by itself (its renewals cannot get through) before its lease ends.
+class partition_holder final : public nemesis {
+ public:
+  void inject(fault_context& ctx, int) override {
+    index_.reset();
+    const auto id = stop_a_holder(ctx, rng_);
+    if (!id) return;
+    ctx.networks->cut(*id);
+    const bool outlasts = ctx.options.fault_on >= ctx.options.watchdog;
+    fault_record f =
+        instant("partition holder w" + std::to_string(*id) + " from the lock server for " +
+                    std::to_string(ctx.options.fault_on.count()) + " ms",
+                *id);
+    f.expect_loss = outlasts;
+    f.exclude_target = outlasts;
+    f.loss_from_ns = f.start_ns;
+    index_ = record_fault(ctx, std::move(f));
+    ctx.pool.resume(*id);
+  }
+  void heal(fault_context& ctx) override {
+    if (!index_) return;
+    fault_record& f = ctx.faults[*index_];
+    ctx.networks->heal(f.target);
+    record_heal(ctx, *index_);
+    if (!f.expect_loss) f.recovery_from_ns = f.end_ns;
+  }
+
+ private:
+  std::minstd_rand rng_{17};
+  std::optional<std::size_t> index_;
+};
+
 // Even cycles: kill -9 a holder. Odd cycles: CLIENT KILL TYPE pubsub every tick.
 class kill_holder_and_pubsub final : public nemesis {
  public:
@@ -366,6 +401,8 @@ std::unique_ptr<nemesis> make_nemesis(nemesis_kind kind) {
       return std::make_unique<proxy_faults>();
     case nemesis_kind::starve_holder:
       return std::make_unique<starve_holder>();
+    case nemesis_kind::partition_holder:
+      return std::make_unique<partition_holder>();
   }
   return std::make_unique<no_faults>();
 }

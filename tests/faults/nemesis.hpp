@@ -21,6 +21,7 @@
 
 #include "faults/fault_proxy.hpp"
 #include "faults/scenario.hpp"
+#include "faults/worker_networks.hpp"
 #include "faults/worker_pool.hpp"
 #include "support/redis_server.hpp"
 
@@ -32,6 +33,7 @@ struct fault_context {
   fault_proxy* proxy = nullptr;  // set for nemesis_kind::proxy
   const scenario_options& options;
   std::vector<fault_record>& faults;
+  worker_networks* networks = nullptr;  // set for nemesis_kind::partition_holder
 };
 
 class nemesis {

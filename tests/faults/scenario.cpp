@@ -9,6 +9,7 @@
 
 #include "faults/fault_proxy.hpp"
 #include "faults/nemesis.hpp"
+#include "faults/worker_networks.hpp"
 #include "faults/worker_pool.hpp"
 #include "support/redis_server.hpp"
 #include "support/temp_dir.hpp"
@@ -52,6 +53,9 @@ void measure_faults(std::vector<fault_record>& faults, const std::vector<event>&
     std::optional<std::int64_t> first;
     for (const auto& e : events) {
       if (e.worker != f.target || e.t_ns < f.start_ns) continue;
+      if (e.kind == event_kind::release_invoke && f.release_after_ns < 0) {
+        f.release_after_ns = e.t_ns - f.start_ns;
+      }
       const bool detects = e.kind == event_kind::loss ||
                            (e.kind == event_kind::release_fail && e.error == "not_owner");
       if (detects && (!first || e.t_ns < *first)) first = e.t_ns;
@@ -93,6 +97,8 @@ std::string_view to_string(nemesis_kind k) {
       return "proxy";
     case nemesis_kind::starve_holder:
       return "starve_holder";
+    case nemesis_kind::partition_holder:
+      return "partition_holder";
   }
   return "unknown";
 }
@@ -106,10 +112,24 @@ scenario_result run_scenario(scenario_options o) {
   scenario_result result;
   result.options = o;
 
+  // partition_holder: each worker in a network namespace of its own, the servers listening
+  // on the namespaces' links as well as on loopback (worker_networks.hpp).
+  std::optional<worker_networks> networks;
+  if (o.nemesis == nemesis_kind::partition_holder) networks.emplace(o.workers);
+  const auto bind_also = [&networks](const std::vector<std::string>& hosts) {
+    std::vector<std::string> args;
+    if (!networks) return args;
+    args = {"--protected-mode", "no", "--bind", "127.0.0.1"};
+    args.insert(args.end(), hosts.begin(), hosts.end());
+    return args;
+  };
   test::server_options lock_server_options;
   lock_server_options.persistence = o.persistence;
+  if (networks) lock_server_options.extra_args = bind_also(networks->lock_hosts());
   test::redis_server server(lock_server_options);
-  test::redis_server register_server;  // the resource: never faulted
+  test::server_options register_server_options;
+  if (networks) register_server_options.extra_args = bind_also(networks->register_hosts());
+  test::redis_server register_server(register_server_options);  // the resource: never faulted
   std::optional<fault_proxy> proxy;
   if (o.nemesis == nemesis_kind::proxy) proxy.emplace(server.port());
 
@@ -139,11 +159,24 @@ scenario_result run_scenario(scenario_options o) {
   wc.hold = o.hold;
   wc.queue = o.lock_queue;
   wc.liveness = o.liveness;
+  if (networks) {
+    wc.place = [&networks, &server, &register_server](int id) {
+      worker_placement where;
+      where.prefix = networks->exec_prefix(id);
+      const auto url = [](const std::string& host, std::uint16_t port) {
+        return "redis://" + host + ":" + std::to_string(port);
+      };
+      where.lock_url = url(worker_networks::lock_host(id), server.port());
+      where.register_url = url(worker_networks::register_host(id), register_server.port());
+      return where;
+    };
+  }
   worker_pool pool(wc);
   for (int i = 0; i < o.workers; ++i) pool.spawn();
 
   auto nem = make_nemesis(o.nemesis);
-  fault_context ctx{server, pool, proxy ? &*proxy : nullptr, o, result.faults};
+  fault_context ctx{server, pool,          proxy ? &*proxy : nullptr,
+                    o,      result.faults, networks ? &*networks : nullptr};
   for (int cycle = 0; cycle < o.cycles; ++cycle) {
     pump_until(pool, t0 + o.warmup + cycle_length * cycle);
     nem->inject(ctx, cycle);

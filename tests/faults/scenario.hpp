@@ -43,6 +43,7 @@ enum class nemesis_kind {
   early_expiry,            // PEXPIRE <lock> 1 while a worker holds it (a clock jump, data loss)
   proxy,                   // fault_proxy: cycles delay, drop_replies, hang, reset
   starve_holder,           // pin a holder to one CPU, SCHED_FIFO bursts there for fault_on
+  partition_holder,        // each worker in its own netns; a holder's lock link down for fault_on
 };
 
 std::string_view to_string(nemesis_kind k);
@@ -84,10 +85,11 @@ struct fault_record {
   bool expect_loss = false;           // the target's hold must be reported lost
   std::int64_t loss_from_ns = 0;      // loss latency is measured from here
   // Filled in after the run:
-  std::int64_t recovery_ns = -1;      // -1: nobody acquired before the run ended
-  std::int64_t loss_latency_ns = -1;  // -1: no loss event
-  bool loss_detected = false;         // a loss event, or the unlock reported not_owner
-  std::int64_t cpu_wait_ns = -1;      // starve_holder: the target's threads' wait for a CPU
+  std::int64_t recovery_ns = -1;       // -1: nobody acquired before the run ended
+  std::int64_t loss_latency_ns = -1;   // -1: no loss event
+  bool loss_detected = false;          // a loss event, or the unlock reported not_owner
+  std::int64_t release_after_ns = -1;  // the target's first release-invoke, after start_ns
+  std::int64_t cpu_wait_ns = -1;       // starve_holder: the target's threads' wait for a CPU
 };
 
 struct scenario_result {

@@ -81,9 +81,17 @@ int worker_pool::spawn() {
     args.emplace_back(key);
     args.push_back(std::move(value));
   };
+  worker_placement where;
+  if (config_.place) where = config_.place(id);
+  std::filesystem::path program = config_.program;
+  if (!where.prefix.empty()) {
+    program = where.prefix.front();
+    args.assign(where.prefix.begin() + 1, where.prefix.end());
+    args.push_back(config_.program.string());
+  }
   add("--id", std::to_string(id));
-  add("--lock-url", config_.lock_url);
-  add("--register-url", config_.register_url);
+  add("--lock-url", where.lock_url.empty() ? config_.lock_url : where.lock_url);
+  add("--register-url", where.register_url.empty() ? config_.register_url : where.register_url);
   add("--name", config_.name);
   add("--until-ns", std::to_string(config_.until_ns));
   add("--watchdog-ms", ms(config_.watchdog));
@@ -96,7 +104,7 @@ int worker_pool::spawn() {
   test::child_options opts;
   opts.stdout_file = history;
   opts.capture_stderr = true;
-  w->process = std::make_unique<test::child_process>(config_.program, std::move(args), opts);
+  w->process = std::make_unique<test::child_process>(program, std::move(args), opts);
   w->pid = w->process->pid();
   workers_.push_back(std::move(w));
   return id;

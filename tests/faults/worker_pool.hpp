@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,14 @@
 #include "support/process.hpp"
 
 namespace rlock::faults {
+
+/// Where one worker runs: a command its program runs under (its program and arguments come
+/// after it), and the URLs it uses instead of the config's.
+struct worker_placement {
+  std::vector<std::string> prefix{};
+  std::string lock_url{};
+  std::string register_url{};
+};
 
 /// The command line of every worker of a scenario (see fault_worker.cpp).
 struct worker_config {
@@ -47,6 +56,8 @@ struct worker_config {
   std::chrono::milliseconds liveness{6000};
   std::chrono::milliseconds timeout{1000};
   std::chrono::milliseconds connect_timeout{1000};
+  /// When set, called with each new worker's id (worker_networks: its own namespace).
+  std::function<worker_placement(int id)> place{};
 };
 
 class worker_pool {

@@ -1,0 +1,176 @@
+#include "faults/worker_networks.hpp"
+
+#include <fstream>
+#include <initializer_list>
+#include <stdexcept>
+#include <string_view>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace rlock::faults {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::filesystem::path ip_program() {
+  return test::find_program("ip", "/usr/sbin/ip");
+}
+
+std::string ns_name(int id) {
+  return "rlock-fault-" + std::to_string(id);
+}
+// Interface names: at most 15 characters.
+std::string lock_link(int id) {
+  return "rlfl" + std::to_string(id);
+}
+std::string register_link(int id) {
+  return "rlfr" + std::to_string(id);
+}
+
+// One ip command line from its words.
+std::string words(std::initializer_list<std::string_view> parts) {
+  std::string line;
+  for (const auto part : parts) {
+    if (!line.empty()) line += ' ';
+    line += part;
+  }
+  return line;
+}
+
+struct ip_result {
+  int status = -1;
+  std::string output{};
+};
+
+ip_result run_ip(std::vector<std::string> args) {
+  test::child_options opts;
+  opts.merge_stderr = true;
+  test::child_process p(ip_program(), std::move(args), opts);
+  const auto status = p.wait_for(10s);
+  return {status.value_or(-1), p.output()};
+}
+
+// Runs `lines` as one `ip -batch`, inside namespace `ns` if not empty; with `force`, failed
+// lines are ignored.
+void run_batch(const std::vector<std::string>& lines, bool force, const std::string& ns = {}) {
+  const test::temp_dir dir("rlock-netns");
+  const auto file = dir.path() / "batch";
+  {
+    std::ofstream out(file);
+    for (const auto& l : lines) out << l << '\n';
+  }
+  std::vector<std::string> args;
+  if (!ns.empty()) args.insert(args.end(), {"-n", ns});
+  if (force) args.emplace_back("-force");
+  args.emplace_back("-batch");
+  args.push_back(file.string());
+  const auto r = run_ip(std::move(args));
+  if (r.status != 0 && !force) {
+    std::string text;
+    for (const auto& l : lines) text += "\n  ip " + l;
+    throw std::runtime_error("worker_networks: ip " + (ns.empty() ? "" : "-n " + ns + " ") +
+                             "-batch failed (" + std::to_string(r.status) + "): " + r.output +
+                             "\nbatch:" + text);
+  }
+}
+
+std::vector<std::string> teardown_lines(int count) {
+  std::vector<std::string> lines;
+  for (int id = 1; id <= count; ++id) {
+    // Deleting one end of a veth pair deletes both, at once (a namespace's own deletion is
+    // asynchronous, so its links could still hold the names and addresses for a while).
+    lines.push_back("link del " + lock_link(id));
+    lines.push_back("link del " + register_link(id));
+    lines.push_back("netns del " + ns_name(id));
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string worker_networks::unavailable() {
+  try {
+    (void)ip_program();
+  } catch (const std::exception& e) {
+    return std::string("no ip (iproute2): ") + e.what();
+  }
+  const std::string probe = "rlock-fault-probe";
+  run_ip({"netns", "del", probe});
+  const auto r = run_ip({"netns", "add", probe});
+  if (r.status != 0) return "cannot create a network namespace: " + r.output;
+  run_ip({"netns", "del", probe});
+  return {};
+}
+
+worker_networks::worker_networks(int count) : count_(count) {
+  if (count < 1 || count > 250) throw std::invalid_argument("worker_networks: 1..250 workers");
+  run_batch(teardown_lines(count), true);
+  try {
+    for (int id = 1; id <= count; ++id) {
+      const std::string ns = ns_name(id);
+      std::vector<std::string> outside{"netns add " + ns};
+      std::vector<std::string> inside{"link set lo up"};
+      for (const auto& [link, host] : {std::pair{lock_link(id), lock_host(id)},
+                                       std::pair{register_link(id), register_host(id)}}) {
+        // host is a.b.<id>.1; the worker's end is a.b.<id>.2.
+        const std::string peer = link + "p";
+        std::string worker_address = host;
+        worker_address.back() = '2';
+        outside.push_back(words({"link add", link, "type veth peer name", peer, "netns", ns}));
+        outside.push_back(words({"addr add", host + "/24", "dev", link}));
+        outside.push_back(words({"link set", link, "up"}));
+        inside.push_back(words({"addr add", worker_address + "/24", "dev", peer}));
+        inside.push_back(words({"link set", peer, "up"}));
+      }
+      run_batch(outside, false);
+      run_batch(inside, false, ns);
+    }
+  } catch (...) {
+    run_batch(teardown_lines(count), true);
+    throw;
+  }
+}
+
+worker_networks::~worker_networks() {
+  try {
+    run_batch(teardown_lines(count_), true);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): best effort, never throws
+  }
+}
+
+std::string worker_networks::lock_host(int id) {
+  return "198.18." + std::to_string(id) + ".1";
+}
+std::string worker_networks::register_host(int id) {
+  return "198.19." + std::to_string(id) + ".1";
+}
+
+std::vector<std::string> worker_networks::lock_hosts() const {
+  std::vector<std::string> v;
+  for (int id = 1; id <= count_; ++id) v.push_back(lock_host(id));
+  return v;
+}
+
+std::vector<std::string> worker_networks::register_hosts() const {
+  std::vector<std::string> v;
+  for (int id = 1; id <= count_; ++id) v.push_back(register_host(id));
+  return v;
+}
+
+std::vector<std::string> worker_networks::exec_prefix(int id) const {
+  if (id < 1 || id > count_) {
+    throw std::out_of_range("worker_networks: no namespace for worker " + std::to_string(id));
+  }
+  return {ip_program().string(), "netns", "exec", ns_name(id)};
+}
+
+void worker_networks::cut(int id) {
+  run_batch({"link set " + lock_link(id) + "p down"}, false, ns_name(id));
+}
+
+void worker_networks::heal(int id) {
+  run_batch({"link set " + lock_link(id) + "p up"}, false, ns_name(id));
+}
+
+}  // namespace rlock::faults
