@@ -21,16 +21,24 @@ cpu_set_t runner_cpus() {
   return set;
 }
 
-// Applies `set` to every thread of `pid`; false if the process is gone.
-bool set_all_threads(pid_t pid, const cpu_set_t& set) {
+// Calls f(path) for each thread's /proc/<pid>/task/<tid> directory; false if the process is
+// gone.
+template <typename F>
+bool for_each_thread(pid_t pid, F f) {
   std::error_code ec;
   std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec);
   if (ec) return false;
+  for (const auto& entry : it) f(entry.path());
+  return true;
+}
+
+// Applies `set` to every thread of `pid`; false if the process is gone.
+bool set_all_threads(pid_t pid, const cpu_set_t& set) {
   bool any = false;
-  for (const auto& entry : it) {
-    const pid_t tid = static_cast<pid_t>(std::stol(entry.path().filename().string()));
+  for_each_thread(pid, [&](const std::filesystem::path& task) {
+    const pid_t tid = static_cast<pid_t>(std::stol(task.filename().string()));
     if (sched_setaffinity(tid, sizeof set, &set) == 0) any = true;
-  }
+  });
   return any;
 }
 
@@ -79,16 +87,13 @@ void unpin(pid_t pid) {
 }
 
 std::int64_t cpu_wait_ns(pid_t pid) {
-  std::error_code ec;
-  std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec);
-  if (ec) return 0;
   std::int64_t sum = 0;
-  for (const auto& entry : it) {
-    std::ifstream in(entry.path() / "schedstat");
+  for_each_thread(pid, [&sum](const std::filesystem::path& task) {
+    std::ifstream in(task / "schedstat");
     std::int64_t on_cpu = 0;
     std::int64_t waited = 0;
     if (in >> on_cpu >> waited) sum += waited;
-  }
+  });
   return sum;
 }
 

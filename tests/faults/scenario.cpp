@@ -116,10 +116,8 @@ scenario_result run_scenario(scenario_options o) {
   // on the namespaces' links as well as on loopback (worker_networks.hpp).
   std::optional<worker_networks> networks;
   if (o.nemesis == nemesis_kind::partition_holder) networks.emplace(o.workers);
-  const auto bind_also = [&networks](const std::vector<std::string>& hosts) {
-    std::vector<std::string> args;
-    if (!networks) return args;
-    args = {"--protected-mode", "no", "--bind", "127.0.0.1"};
+  const auto bind_also = [](const std::vector<std::string>& hosts) {
+    std::vector<std::string> args{"--protected-mode", "no", "--bind", "127.0.0.1"};
     args.insert(args.end(), hosts.begin(), hosts.end());
     return args;
   };

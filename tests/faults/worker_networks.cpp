@@ -28,6 +28,14 @@ std::string register_link(int id) {
   return "rlfr" + std::to_string(id);
 }
 
+// The RFC 2544 networks of the two links, and an address on one: a.b.<id>.<end>, where end 1
+// is the runner's side and 2 the worker's.
+constexpr std::string_view lock_net = "198.18.";
+constexpr std::string_view register_net = "198.19.";
+std::string link_address(std::string_view net, int id, int end) {
+  return std::string(net) + std::to_string(id) + "." + std::to_string(end);
+}
+
 // One ip command line from its words.
 std::string words(std::initializer_list<std::string_view> parts) {
   std::string line;
@@ -111,16 +119,13 @@ worker_networks::worker_networks(int count) : count_(count) {
       const std::string ns = ns_name(id);
       std::vector<std::string> outside{"netns add " + ns};
       std::vector<std::string> inside{"link set lo up"};
-      for (const auto& [link, host] : {std::pair{lock_link(id), lock_host(id)},
-                                       std::pair{register_link(id), register_host(id)}}) {
-        // host is a.b.<id>.1; the worker's end is a.b.<id>.2.
+      for (const auto& [link, net] :
+           {std::pair{lock_link(id), lock_net}, std::pair{register_link(id), register_net}}) {
         const std::string peer = link + "p";
-        std::string worker_address = host;
-        worker_address.back() = '2';
         outside.push_back(words({"link add", link, "type veth peer name", peer, "netns", ns}));
-        outside.push_back(words({"addr add", host + "/24", "dev", link}));
+        outside.push_back(words({"addr add", link_address(net, id, 1) + "/24", "dev", link}));
         outside.push_back(words({"link set", link, "up"}));
-        inside.push_back(words({"addr add", worker_address + "/24", "dev", peer}));
+        inside.push_back(words({"addr add", link_address(net, id, 2) + "/24", "dev", peer}));
         inside.push_back(words({"link set", peer, "up"}));
       }
       run_batch(outside, false);
@@ -140,21 +145,22 @@ worker_networks::~worker_networks() {
 }
 
 std::string worker_networks::lock_host(int id) {
-  return "198.18." + std::to_string(id) + ".1";
+  return link_address(lock_net, id, 1);
 }
 std::string worker_networks::register_host(int id) {
-  return "198.19." + std::to_string(id) + ".1";
+  return link_address(register_net, id, 1);
 }
 
 std::vector<std::string> worker_networks::lock_hosts() const {
-  std::vector<std::string> v;
-  for (int id = 1; id <= count_; ++id) v.push_back(lock_host(id));
-  return v;
+  return hosts(lock_host);
+}
+std::vector<std::string> worker_networks::register_hosts() const {
+  return hosts(register_host);
 }
 
-std::vector<std::string> worker_networks::register_hosts() const {
+std::vector<std::string> worker_networks::hosts(std::string (*host)(int)) const {
   std::vector<std::string> v;
-  for (int id = 1; id <= count_; ++id) v.push_back(register_host(id));
+  for (int id = 1; id <= count_; ++id) v.push_back(host(id));
   return v;
 }
 

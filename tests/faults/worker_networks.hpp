@@ -50,6 +50,8 @@ class worker_networks {
   void heal(int id);
 
  private:
+  std::vector<std::string> hosts(std::string (*host)(int)) const;
+
   int count_;
 };
 
