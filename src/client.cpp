@@ -63,6 +63,10 @@ reentrant_lock client::get_lock(std::string name) const {
   return reentrant_lock(locks_, std::move(name));
 }
 
+fenced_lock client::get_fenced_lock(std::string name) const {
+  return fenced_lock(get_lock(std::move(name)));
+}
+
 void client::release_quietly(reentrant_lock& l) noexcept {
   l.unlock();  // the caller's exception is the one to report
 }

@@ -30,6 +30,7 @@
 #include "rlock/connection_status.hpp"
 #include "rlock/detail/handler_dispatch.hpp"
 #include "rlock/error.hpp"
+#include "rlock/fenced_lock.hpp"
 #include "rlock/lock.hpp"
 #include "rlock/reply.hpp"
 #include "rlock/script.hpp"
@@ -107,6 +108,9 @@ class client {
   /// empty name, or one longer than reentrant_lock::max_name_size (1 MiB) once mapped (any
   /// bytes otherwise). Locks of one client share its watchdog and pub/sub connections.
   reentrant_lock get_lock(std::string name) const;
+  /// The fenced lock named `name` (Redisson's getFencedLock): the reentrant lock of that name,
+  /// whose acquires also return a fencing token (fenced_lock.hpp). Same name rules as get_lock.
+  fenced_lock get_fenced_lock(std::string name) const;
 
   /// Runs `f` while holding the lock `name`, returns what `f` returns, and always releases it,
   /// also when `f` throws. `opts` gives the wait budget, lease and stop token; when the lock is

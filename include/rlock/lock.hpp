@@ -136,6 +136,7 @@ namespace rlock {
 namespace detail {
 class lock_service;
 }
+class fenced_lock;
 
 /// Owner ids from this bit up (2^62 and more) are rlock's: this_thread_owner_id() and
 /// new_owner_id() draw from them. Ids the caller picks for the async API should stay below it
@@ -364,6 +365,9 @@ class reentrant_lock {
   }
 
  private:
+  // Acquires through start_acquire() and adapts handlers with wrap() (fenced_lock.hpp).
+  friend class fenced_lock;
+
   template <class T>
   using callback = std::function<void(std::error_code, T)>;
   using void_callback = std::function<void(std::error_code)>;

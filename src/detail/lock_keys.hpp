@@ -34,6 +34,11 @@ inline std::string unlock_latch(std::string_view raw_name, std::string_view requ
   return out;
 }
 
+/// The fencing token counter of a lock (RFencedLock): redisson_lock_token:{<name>}.
+inline std::string token_key(std::string_view raw_name) {
+  return prefix_name("redisson_lock_token", raw_name);
+}
+
 /// rlock's wait queue of a lock (queued hand-off): rlock_queue:{<name>}. The queued scripts
 /// name the queue's other key, the waiters' liveness rlock_queue_live:{<name>}, and the
 /// hand-off channels' prefix (handoff_channel) after it, as prefix_name does (queue_prelude.lua's

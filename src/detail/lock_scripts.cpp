@@ -38,6 +38,11 @@ const script& lock_queue_refresh_script() {
   return s;
 }
 
+const script& lock_fence_script() {
+  static const script s{std::string(lua::lock_fence_lua)};
+  return s;
+}
+
 std::vector<const script*> lock_scripts() {
   return {&lock_acquire_script(),
           &lock_unlock_script(),
@@ -46,7 +51,8 @@ std::vector<const script*> lock_scripts() {
           &lock_acquire_queued_script(),
           &lock_unlock_queued_script(),
           &lock_force_unlock_queued_script(),
-          &lock_queue_refresh_script()};
+          &lock_queue_refresh_script(),
+          &lock_fence_script()};
 }
 
 }  // namespace rlock::detail

@@ -15,6 +15,7 @@ const script& lock_acquire_queued_script();
 const script& lock_unlock_queued_script();
 const script& lock_force_unlock_queued_script();
 const script& lock_queue_refresh_script();
+const script& lock_fence_script();
 
 /// Every script above, for SCRIPT LOAD at connect time.
 std::vector<const script*> lock_scripts();

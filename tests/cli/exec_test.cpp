@@ -73,6 +73,30 @@ TEST(cli_exec, propagates_the_exit_status_and_sets_the_environment) {
   EXPECT_EQ(server.cli({"EXISTS", "env-name"}), "0");
 }
 
+// --fenced: the command gets the hold's fencing token in RLOCK_TOKEN (an inherited one is
+// replaced), one greater with each acquire, from the Redisson RFencedLock counter; a token that
+// cannot be issued fails the acquire (70) and the command never runs.
+TEST(cli_exec, fenced_passes_a_rising_token_to_the_command) {
+  redis_server server;
+  const std::vector<std::string> args{"exec", "fx", "--url", server.url(),           "--fenced",
+                                      "--",   "sh", "-c",    "echo \"$RLOCK_TOKEN\""};
+  const auto first = run_rlock(args, {"RLOCK_TOKEN=stale"});
+  EXPECT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(first.out, "1\n");
+  const auto second = run_rlock(args);
+  EXPECT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(second.out, "2\n");
+  EXPECT_EQ(server.cli({"GET", "redisson_lock_token:{fx}"}), "2");
+  EXPECT_EQ(server.cli({"EXISTS", "fx"}), "0");
+
+  server.cli({"SET", "redisson_lock_token:{fx}", "not a number"});
+  const auto refused = run_rlock(args);
+  EXPECT_EQ(refused.status, 70) << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_NE(refused.err.find("cannot acquire 'fx'"), std::string::npos) << refused.err;
+  EXPECT_EQ(server.cli({"EXISTS", "fx"}), "0");
+}
+
 // The command does not get rlock's credentials: RLOCK_PASSWORD and an RLOCK_URL holding a
 // password are removed from its environment (before, `rlock exec x -- env` printed both).
 TEST(cli_exec, the_command_gets_no_credentials_from_rlocks_environment) {

@@ -22,6 +22,7 @@ struct completion {
   bool done = false;
   std::error_code ec;
   bool acquired = false;
+  std::optional<rlock::fencing_token> token;
   std::string error_detail;  // written by the library before the handler runs
   event_flag flag;
 };
@@ -43,13 +44,26 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
   opts.lease = request.lease;
   opts.stop = stop.get_token();
   opts.error_detail = &result->error_detail;
-  lock.async_acquire(request.owner, opts, [result](std::error_code ec, bool acquired) {
-    std::lock_guard lk(result->mu);
-    result->done = true;
-    result->ec = ec;
-    result->acquired = acquired;
-    result->flag.raise();
-  });
+  if (request.fenced) {
+    rlock::fenced_lock(lock).async_acquire(
+        request.owner, opts,
+        [result](std::error_code ec, std::optional<rlock::fencing_token> token) {
+          std::lock_guard lk(result->mu);
+          result->done = true;
+          result->ec = ec;
+          result->acquired = token.has_value();
+          result->token = token;
+          result->flag.raise();
+        });
+  } else {
+    lock.async_acquire(request.owner, opts, [result](std::error_code ec, bool acquired) {
+      std::lock_guard lk(result->mu);
+      result->done = true;
+      result->ec = ec;
+      result->acquired = acquired;
+      result->flag.raise();
+    });
+  }
 
   holder_probe probe(client, lock.key(), [result] { result->flag.raise(); });
   const milliseconds period =
@@ -129,6 +143,7 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
     return out;
   }
   out.outcome = result->acquired ? acquire_outcome::acquired : acquire_outcome::not_acquired;
+  out.token = result->token;
   return out;
 }
 

@@ -46,9 +46,11 @@ constexpr const char* footer_text =
     "and the command never starts. Signals go to the command's own process: a shell wrapper\n"
     "should `exec` the real program.\n"
     "\n"
-    "Environment of the command: RLOCK_NAME=<NAME>. RLOCK_TOKEN=<fencing token> only for locks\n"
-    "that have one (not the reentrant lock: it is never set now). RLOCK_PASSWORD, and\n"
-    "RLOCK_URL when it holds a password, are removed: the command does not get rlock's\n"
+    "Environment of the command: RLOCK_NAME=<NAME>; with --fenced RLOCK_TOKEN=<fencing token>,\n"
+    "greater than every earlier holder's (Redisson's RFencedLock counter\n"
+    "redisson_lock_token:{NAME}): pass it to the resource the command writes, which refuses a\n"
+    "lower token than it has seen. Without --fenced RLOCK_TOKEN is removed. RLOCK_PASSWORD,\n"
+    "and RLOCK_URL when it holds a password, are removed: the command does not get rlock's\n"
     "credentials.\n"
     "\n"
     "While waiting, a status line on a terminal's stderr shows the holder, its TTL and the time\n"
@@ -63,13 +65,6 @@ constexpr const char* footer_text =
     "\n"
     "Durations: 250ms, 10s, 1.5s, 2m, 1h, 1h30m (units ms, s, m, h, each once and largest\n"
     "first; up to 3 decimals).\n";
-
-/// The fencing token of the hold, for $RLOCK_TOKEN. This is the hook for fenced locks
-/// (Redisson's RFencedLock returns a token with each acquire): the reentrant lock has no token,
-/// so there is none to pass.
-std::optional<std::string> fencing_token(const rlock::lock& /*lock*/, std::uint64_t /*owner*/) {
-  return std::nullopt;
-}
 
 /// RLOCK_NAME, RLOCK_TOKEN set or removed (an outer `rlock exec` may have set it), and rlock's
 /// secrets removed: the command is not given the credentials rlock used.
@@ -138,6 +133,9 @@ CLI::App* add_exec_command(CLI::App& app, exec_options& opts) {
       ->type_name("CODE")
       ->check(CLI::Range(0, 255).description(""))
       ->capture_default_str();
+  sub->add_flag("--fenced", opts.fenced,
+                "Take it as a fenced lock: each acquire issues a fencing token, passed to the "
+                "command in RLOCK_TOKEN");
   sub->add_flag("-v,--verbose", opts.verbose,
                 "Report progress on stderr also when it is not a terminal");
   add_connection_options(*sub, opts.connection);
@@ -166,7 +164,7 @@ int run_exec(const exec_options& o) {
 
   status_line line(progress_mode_for(o.verbose));
   const acquire_result acquired =
-      acquire_for_exec(client, lock, {owner, o.wait, o.lease}, signals, line);
+      acquire_for_exec(client, lock, {owner, o.wait, o.lease, o.fenced}, signals, line);
   switch (acquired.outcome) {
     case acquire_outcome::acquired:
       break;
@@ -212,7 +210,11 @@ int run_exec(const exec_options& o) {
   }
   int spawn_error = 0;
   const pid_t pid = spawn_process(
-      o.command, command_environment(o.name, fencing_token(lock, owner)), {}, &spawn_error);
+      o.command,
+      command_environment(o.name, acquired.token
+                                      ? std::optional<std::string>(std::to_string(*acquired.token))
+                                      : std::nullopt),
+      {}, &spawn_error);
   if (pid < 0) {
     [[maybe_unused]] const std::error_code ec =
         release_hold(lock, owner, release_bound, signals);  // nothing ran

@@ -37,6 +37,8 @@ struct exec_options {
   int conflict_exit_code = exit_codes::conflict;
   int lost_exit_code = exit_codes::lost;
   bool verbose = false;
+  /// Acquire as a fenced lock and pass the token in RLOCK_TOKEN.
+  bool fenced = false;
   connection_options connection{};
 };
 

@@ -1,0 +1,177 @@
+#include "rlock/fenced_lock.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
+#include "detail/blocking.hpp"
+#include "detail/connection.hpp"
+#include "detail/lock_keys.hpp"
+#include "detail/lock_scripts.hpp"
+#include "detail/lock_service.hpp"
+
+namespace rlock {
+namespace {
+
+using detail::clock;
+
+struct token_result {
+  std::error_code ec;
+  std::optional<fencing_token> token;
+};
+
+// "<what> '<name>'", and ": <reply text>" when a reply explained the failure.
+std::string describe(std::string_view what, const std::string& name, std::string_view reply) {
+  std::string out(what);
+  out += " '";
+  out += name;
+  out += '\'';
+  if (!reply.empty()) {
+    out += ": ";
+    out += reply;
+  }
+  return out;
+}
+
+}  // namespace
+
+fenced_lock::fenced_lock(reentrant_lock lock)
+    : lock_(std::move(lock)), token_key_(detail::token_key(lock_.key())) {}
+
+void fenced_lock::start_acquire(std::uint64_t owner, acquire_options o, token_callback cb,
+                                bool blocking) {
+  // The token step's bound: the end of the wait (none: a wait without end). A single attempt
+  // has no wait; its token step gets one request timeout, as its acquire did.
+  clock::time_point deadline = clock::time_point::max();
+  if (o.wait) {
+    const auto now = clock::now();
+    const auto left = clock::time_point::max() - now;
+    deadline =
+        *o.wait >= left ? clock::time_point::max() : now + std::max(*o.wait, milliseconds(0));
+  }
+  std::string* const why = o.error_detail;
+  lock_.start_acquire(
+      owner, std::move(o),
+      [self = *this, owner, deadline, why, blocking, cb = std::move(cb)](std::error_code ec,
+                                                                         bool acquired) mutable {
+        if (ec || !acquired) {
+          cb(ec, std::nullopt);
+          return;
+        }
+        self.issue_token(owner, deadline, why, blocking, std::move(cb));
+      },
+      blocking);
+}
+
+void fenced_lock::issue_token(std::uint64_t owner, clock::time_point deadline,
+                              std::string* error_detail, bool blocking, token_callback cb) {
+  const auto& engine = lock_.svc_->engine();
+  const std::string field = lock_.svc_->owner_field(owner);
+  const std::string_view keys[] = {lock_.key(), token_key_};
+  const std::string_view args[] = {field};
+  detail::exec_options eo;
+  // A second run issues a later token of the same hold, which keeps the order.
+  eo.idempotent = true;
+  eo.route_key = lock_.key();
+  eo.deadline = std::max(deadline, clock::now() + engine->cfg().timeout);
+  eo.completes_on_caller = blocking;
+  engine->eval(
+      detail::lock_fence_script(), keys, args, eo,
+      [self = *this, owner, error_detail, cb = std::move(cb)](detail::exec_result r) mutable {
+        if (!r.ec && r.value.is_integer() && r.value.integer() > 0) {
+          cb({}, r.value.integer());
+          return;
+        }
+        std::error_code ec = r.ec;
+        if (!ec) {
+          // nil: the hold was gone by the time the token was asked for.
+          ec = make_error_code(r.value.is_nil() ? errc::lock_lost : errc::script_error);
+        }
+        if (error_detail != nullptr && !r.detail.empty()) *error_detail = r.detail;
+        // No hold is returned without its token: the one just taken is released (a
+        // hold lost meanwhile is reported lost by the unlock, through its loss token).
+        self.lock_.start_unlock(owner, [ec, cb](std::error_code) { cb(ec, std::nullopt); });
+      });
+}
+
+void fenced_lock::start_token(std::function<void(std::error_code, fencing_token)> cb) {
+  const std::string_view args[] = {"GET", token_key_};
+  detail::exec_options o;
+  o.idempotent = true;
+  o.route_key = lock_.key();
+  lock_.svc_->engine()->exec(args, o, [cb = std::move(cb)](detail::exec_result r) {
+    if (r.ec || r.value.is_nil()) {
+      cb(r.ec, 0);
+      return;
+    }
+    // Whatever a peer wrote there: a counter that is no integer is no token.
+    fencing_token n = 0;
+    const std::string_view text = r.value.str();
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc{} || end != text.data() + text.size()) {
+      cb(make_error_code(errc::wrong_type), 0);
+      return;
+    }
+    cb({}, n);
+  });
+}
+
+// ---- blocking ----
+
+std::optional<fencing_token> fenced_lock::acquire(const acquire_options& opts) {
+  lock_.check_blocking_allowed();
+  detail::blocking_result<token_result> w;
+  std::string why;  // written before the callback runs, read after take()
+  acquire_options o = opts;
+  o.error_detail = &why;
+  start_acquire(
+      this_thread_owner_id(), std::move(o),
+      [&w](std::error_code ec, std::optional<fencing_token> t) {
+        w.set({ec, t});
+      },
+      true);
+  auto r = w.take(lock_.spin(), &detail::connection::poll_replies_of_this_thread);
+  if (r.ec) {
+    if (opts.error_detail != nullptr && !why.empty()) *opts.error_detail = why;
+    throw error(r.ec, describe("fenced lock", name(), why));
+  }
+  return r.token;
+}
+
+fencing_token fenced_lock::lock_and_get_token() {
+  return lock_and_get_token(milliseconds(-1));
+}
+
+fencing_token fenced_lock::lock_and_get_token(milliseconds lease) {
+  acquire_options o;
+  if (lease.count() > 0) o.lease = lease;
+  const auto t = acquire(o);
+  // A wait without end returns a token or throws; this only guards the dereference.
+  if (!t) throw error(make_error_code(errc::timeout), describe("fenced lock", name(), {}));
+  return *t;
+}
+
+std::optional<fencing_token> fenced_lock::try_lock_and_get_token() {
+  acquire_options o;
+  o.wait = milliseconds(0);
+  return acquire(o);
+}
+
+std::optional<fencing_token> fenced_lock::try_lock_and_get_token(milliseconds wait,
+                                                                 milliseconds lease) {
+  acquire_options o;
+  o.wait = wait;
+  if (lease.count() > 0) o.lease = lease;
+  return acquire(o);
+}
+
+fencing_token fenced_lock::token() {
+  lock_.check_blocking_allowed();
+  detail::blocking_result<std::pair<std::error_code, fencing_token>> w;
+  start_token([&w](std::error_code ec, fencing_token t) { w.set({ec, t}); });
+  auto [ec, t] = w.take(lock_.spin());
+  throw_if(ec, describe("token of", name(), {}));
+  return t;
+}
+
+}  // namespace rlock
