@@ -115,6 +115,7 @@ class report_builder {
             s.worker = worker;
             s.owner = e.owner;
             s.start_ns = e.t_ns;
+            s.token = e.token;
             cs = std::move(s);
           } else if (e.error == "not-acquired") {
             ++r_.not_acquired;
@@ -135,8 +136,12 @@ class report_builder {
           if (cs) cs->write = write_outcome::ok;
           break;
         case event_kind::write_fail:
+          if (e.error == refused_by_fence) ++r_.fenced_refusals;
           if (cs)
             cs->write = e.indeterminate ? write_outcome::indeterminate : write_outcome::failed;
+          break;
+        case event_kind::read_fail:
+          if (e.error == refused_by_fence) ++r_.fenced_refusals;
           break;
         case event_kind::write_skip:
           if (cs) cs->write = write_outcome::skipped;
@@ -211,6 +216,22 @@ class report_builder {
                  (o.to_ns == unbounded ? std::string("an unbounded time")
                                        : ms_text(o.to_ns - o.from_ns)));
         }
+      }
+    }
+  }
+
+  // Sections are sorted by acquire-ok time (find_overlaps ran first).
+  void check_tokens() {
+    const auto& s = r_.sections;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i].token == 0 || s[i].aware_of_loss()) continue;
+      for (std::size_t j = i + 1; j < s.size(); ++j) {
+        if (s[j].token == 0 || s[j].aware_of_loss() || s[j].start_ns < s[i].end_ns) continue;
+        if (s[j].token > s[i].token) continue;
+        ++r_.fencing_order_violations;
+        sample("token order: worker " + std::to_string(s[j].worker) + " got token " +
+               std::to_string(s[j].token) + " after worker " + std::to_string(s[i].worker) +
+               " released the lock it held with token " + std::to_string(s[i].token));
       }
     }
   }
@@ -313,6 +334,7 @@ check_report check_history(std::vector<event> events, const checker_options& opt
     b.run_worker(worker, evs);
   }
   b.find_overlaps();
+  b.check_tokens();
   b.check_register();
   return r;
 }

@@ -21,6 +21,11 @@
 //    may or may not have been applied, and the next read (or the final value) decides which.
 //    stale_reads counts reads that see neither. lost_updates = initial + applied writes - final
 //    value (each applied write adds exactly one unless two sections raced).
+//  - Fencing (fenced workers): tokens of acquire-ok events. Of two sections that held to the
+//    end without a loss (neither aware_of_loss()) and did not overlap, the later must have the
+//    greater token; fencing_order_violations counts the pairs that do not. fenced_refusals counts
+//    reads and writes the register refused as stale (read-fail / write-fail "fenced"): a refused
+//    write was not applied.
 //  - Leases: an acquire-ok must carry a lock.valid_until() after its own time (a hold just
 //    taken has a lease deadline ahead of it); others are counted in invalid_leases.
 //  - Waiting: every acquire-invoke must complete (ok or fail) no later than its deadline plus
@@ -55,6 +60,7 @@ struct critical_section {
   std::string owner{};
   std::int64_t start_ns = 0;  // acquire-ok
   std::int64_t end_ns = 0;    // release-invoke, the kill, or INT64_MAX when unterminated
+  std::int64_t token = 0;     // fencing token of the acquire (0: not fenced)
   bool killed = false;
   bool unterminated = false;
   std::optional<long long> read{};
@@ -101,12 +107,14 @@ struct check_report {
   std::vector<overlap> overlaps{};
   long long late_acquires = 0;
   long long stuck_acquires = 0;
-  long long excused_acquires = 0;      // late or unfinished, but the worker was stopped or killed
-  std::int64_t max_overshoot_ns = 0;   // latest return past a deadline (not excused); <= 0: none
-  long long loss_signals = 0;          // loss events from the loss token
-  long long deadline_losses = 0;       // loss events from the holder's own valid_until() check
-  long long tokens_missed = 0;         // sections with critical_section::token_missed()
-  std::vector<std::string> samples{};  // descriptions of the first violations found
+  long long excused_acquires = 0;     // late or unfinished, but the worker was stopped or killed
+  std::int64_t max_overshoot_ns = 0;  // latest return past a deadline (not excused); <= 0: none
+  long long loss_signals = 0;         // loss events from the loss token
+  long long deadline_losses = 0;      // loss events from the holder's own valid_until() check
+  long long tokens_missed = 0;        // sections with critical_section::token_missed()
+  long long fenced_refusals = 0;      // register accesses refused for a stale fencing token
+  long long fencing_order_violations = 0;  // see "Fencing" above
+  std::vector<std::string> samples{};      // descriptions of the first violations found
 
   long long undetected_overlaps() const;
   long long detected_overlaps() const;

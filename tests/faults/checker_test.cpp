@@ -324,6 +324,52 @@ TEST(fault_checker, first_acquire_after_skips_the_excluded_worker) {
   EXPECT_EQ(first_acquire_after(h.events, 300 * ms), std::nullopt);
 }
 
+// Fenced holders: a later clean hold with a lower token is reported, unless either hold was
+// lost (a stale holder's token is lower by design); refused accesses are counted, and a refused
+// write is not applied.
+TEST(fault_checker, fencing_tokens_out_of_order_between_clean_holds_are_reported) {
+  auto run = [](std::int64_t second_token, bool first_lost) {
+    history h;
+    auto fenced_acquire = [&h](int w, std::int64_t t_ms, std::int64_t token) {
+      h.invoke(w, t_ms - 1);
+      event e = ev(event_kind::acquire_ok, w, t_ms);
+      e.valid_until_ns = (t_ms + 1500) * ms;
+      e.token = token;
+      h.events.push_back(e);
+    };
+    fenced_acquire(1, 10, 5);
+    h.read(1, 11, 0);
+    h.write(1, 12, 1);
+    h.add(event_kind::write_ok, 1, 13);
+    event r = ev(event_kind::release_invoke, 1, 20);
+    r.lost = first_lost;
+    h.events.push_back(r);
+    h.add(event_kind::release_ok, 1, 21);
+    fenced_acquire(2, 30, second_token);
+    h.fail(event_kind::read_fail, 2, 31, std::string(refused_by_fence));
+    h.add(event_kind::release_invoke, 2, 40);
+    h.add(event_kind::release_ok, 2, 41);
+    fenced_acquire(3, 50, 9);
+    h.read(3, 51, 1);
+    h.write(3, 52, 2);
+    h.fail(event_kind::write_fail, 3, 53, std::string(refused_by_fence));
+    h.add(event_kind::release_invoke, 3, 60);
+    h.add(event_kind::release_ok, 3, 61);
+    return check(h, 1);
+  };
+  const auto in_order = run(6, false);
+  EXPECT_EQ(in_order.fencing_order_violations, 0);
+  EXPECT_EQ(in_order.fenced_refusals, 2);
+  EXPECT_EQ(in_order.lost_updates, 0);
+  EXPECT_EQ(in_order.writes_failed, 1);
+  EXPECT_TRUE(in_order.register_explained);
+  const auto reversed = run(3, false);
+  EXPECT_EQ(reversed.fencing_order_violations, 1);
+  ASSERT_FALSE(reversed.samples.empty());
+  EXPECT_NE(reversed.samples.front().find("token order"), std::string::npos);
+  EXPECT_EQ(run(3, true).fencing_order_violations, 0);  // the first hold was lost
+}
+
 TEST(fault_history, json_lines_round_trip) {
   event e;
   e.kind = event_kind::write_fail;
@@ -333,6 +379,7 @@ TEST(fault_history, json_lines_round_trip) {
   e.value = -42;
   e.deadline_ns = 5;
   e.valid_until_ns = -1;
+  e.token = 77;
   e.lost = true;
   e.indeterminate = true;
   e.error = "say \"hi\"\\\n\x01";

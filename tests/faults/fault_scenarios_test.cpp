@@ -188,6 +188,28 @@ TEST(faults, sigstop_of_a_holder_longer_than_the_lease_is_detected_and_reported)
   EXPECT_EQ(r.check.detected_overlaps(), static_cast<long long>(r.check.overlaps.size()));
 }
 
+// Fencing: holders that never check their loss signal (careless), SIGSTOPped inside their
+// critical section for longer than the lease. Unfenced, such a holder's late read-increment-
+// write loses the update of whoever took the lock meanwhile. Fenced (fenced_lock, and a register
+// that refuses a token lower than the highest it has seen, on reads and writes), nothing is
+// lost: 0 lost updates, 0 stale reads, tokens in the order of the holds, every overlap still
+// detected, and at least one stale access refused (the fault did bite).
+TEST(faults, fenced_careless_holders_paused_past_the_lease_lose_no_update) {
+  auto o = scenario("fenced_careless_stop_holder_long", nemesis_kind::stop_holder);
+  o.fault_on = 2500ms;
+  o.fault_off = 2000ms;
+  o.fenced = true;
+  o.careless = true;
+  const auto r = run_scenario(o);
+  expect_bounded_and_clean(r, 3);
+  EXPECT_EQ(r.check.lost_updates, 0) << explain(r);
+  EXPECT_EQ(r.check.stale_reads, 0) << explain(r);
+  EXPECT_TRUE(r.check.register_explained) << explain(r);
+  EXPECT_EQ(r.check.fencing_order_violations, 0) << explain(r);
+  EXPECT_GE(r.check.fenced_refusals, 1) << "no stale access was refused: the fault did not bite\n"
+                                        << explain(r);
+}
+
 // PEXPIRE <lock> 1 right after a worker acquired it (a clock jump, or data loss): the lock is
 // gone at once. The holder, which stays in its critical section for longer than a renewal
 // period, must learn it from its next renewal (within one period); any overlap (another worker

@@ -2,18 +2,23 @@
 //
 //   rlock_fault_worker --id N --lock-url URL --register-url URL --name NAME --until-ns T
 //       [--watchdog-ms 1500] [--wait-ms 2000] [--hold-ms 50] [--queue 1] [--liveness-ms 6000]
-//       [--timeout-ms 1000] [--connect-timeout-ms 1000]
+//       [--timeout-ms 1000] [--connect-timeout-ms 1000] [--fenced 0] [--careless 0]
 //
 // Until steady_clock reaches T (CLOCK_MONOTONIC nanoseconds, shared by all processes), it
 // repeatedly takes the lock NAME on the lock server with try_lock(wait) and the watchdog lease,
 // reads the register "<NAME>:register" on the register server (GET), holds for about hold-ms,
 // writes read + 1 (SET) unless the lock's loss signal fired or valid_until() passed, and
-// unlocks. Both halves of the loss signal are logged as loss events when the worker sees them:
-// the loss_token()'s stop callback ("loss_token"), and its own checks of valid_until() before
-// the write and at release ("valid_until"). Every step is written to stdout as one JSON line
-// (history.hpp) with a single write(2), so a SIGKILL never leaves half a line and never loses a
-// line already logged. Then it logs "idle" and waits (at most 60 s) for SIGTERM before it logs
-// "exit" and returns 0, so that the runner can check that idle clients send no renewals.
+// unlocks. With --fenced 1 it takes the lock as a fenced lock (rlock::fenced_lock) and reads
+// and writes the register through scripts that refuse a token lower than the highest they have
+// seen ("<NAME>:register:fence"), logging a refusal as read_fail / write_fail with the error
+// "fenced". With --careless 1 it writes whatever its loss signal says (a holder that never
+// checks: only fencing can stop its stale write). Both halves of the loss signal are logged as loss
+// events when the worker sees them: the loss_token()'s stop callback ("loss_token"), and its own
+// checks of valid_until() before the write and at release ("valid_until"). Every step is written to
+// stdout as one JSON line (history.hpp) with a single write(2), so a SIGKILL never leaves half a
+// line and never loses a line already logged. Then it logs "idle" and waits (at most 60 s) for
+// SIGTERM before it logs "exit" and returns 0, so that the runner can check that idle clients send
+// no renewals.
 //
 // Exit status: 0 after a normal run, 2 on bad arguments, 1 on an unexpected exception (its
 // text on stderr).
@@ -57,6 +62,8 @@ struct worker_options {
   int liveness_ms = 6000;
   int timeout_ms = 1000;
   int connect_timeout_ms = 1000;
+  bool fenced = false;
+  bool careless = false;
 };
 
 worker_options parse_options(int argc, char** argv) {
@@ -89,6 +96,8 @@ worker_options parse_options(int argc, char** argv) {
   take("--liveness-ms", o.liveness_ms);
   take("--timeout-ms", o.timeout_ms);
   take("--connect-timeout-ms", o.connect_timeout_ms);
+  take("--fenced", o.fenced);
+  take("--careless", o.careless);
   if (!kv.empty()) throw std::invalid_argument("unknown option " + kv.begin()->first);
   if (o.id <= 0 || o.lock_url.empty() || o.register_url.empty() || o.name.empty() ||
       o.until_ns == 0) {
@@ -209,12 +218,48 @@ rlock::config lock_config(const worker_options& o) {
   return cfg;
 }
 
+// The fenced register (--fenced 1): KEYS[1] the register, KEYS[2] the highest token seen;
+// ARGV[1] the holder's token (ARGV[2] the value to write). A token lower than the highest seen
+// is refused ({0} / 0); otherwise it becomes the highest seen, and the read returns {1, value}
+// (value absent: the register was never written), the write sets the value and returns 1.
+const rlock::script fenced_read{
+    "if tonumber(ARGV[1]) < tonumber(redis.call('get', KEYS[2]) or '0') then return {0} end "
+    "redis.call('set', KEYS[2], ARGV[1]) return {1, redis.call('get', KEYS[1])}"};
+const rlock::script fenced_write{
+    "if tonumber(ARGV[1]) < tonumber(redis.call('get', KEYS[2]) or '0') then return 0 end "
+    "redis.call('set', KEYS[2], ARGV[1]) redis.call('set', KEYS[1], ARGV[2]) return 1"};
+
+// The register's value, or nullopt when a fenced register refused the token.
+std::optional<long long> read_register(rlock::client& reg, const std::string& key,
+                                       std::optional<rlock::fencing_token> token) {
+  if (!token) {
+    const rlock::reply r = reg.execute({"GET", key});
+    return r.is_nil() ? 0 : std::stoll(std::string(r.str()));
+  }
+  const rlock::reply r = reg.eval(fenced_read, {key, key + ":fence"}, {std::to_string(*token)});
+  if (r[0].integer() == 0) return std::nullopt;
+  return r[1].is_nil() ? 0 : std::stoll(std::string(r[1].str()));  // past the end: nil
+}
+
+// Whether the write was applied (false: a fenced register refused the token).
+bool write_register(rlock::client& reg, const std::string& key,
+                    std::optional<rlock::fencing_token> token, long long value) {
+  if (!token) {
+    reg.execute({"SET", key, std::to_string(value)});
+    return true;
+  }
+  return reg.eval(fenced_write, {key, key + ":fence"},
+                  {std::to_string(*token), std::to_string(value)})
+             .integer() == 1;
+}
+
 void run(const worker_options& o, history_writer& out) {
   rlock::client locks(lock_config(o));
   rlock::config reg_cfg;
   reg_cfg.address = o.register_url;
   rlock::client reg(reg_cfg);
-  rlock::lock l = locks.get_lock(o.name);
+  rlock::fenced_lock fenced = locks.get_fenced_lock(o.name);
+  rlock::lock& l = fenced.as_lock();
   const std::string key = o.name + ":register";
   const std::string owner = locks.id() + ":" + std::to_string(rlock::this_thread_owner_id());
   std::mt19937 rng(static_cast<unsigned>(::getpid()));
@@ -231,9 +276,15 @@ void run(const worker_options& o, history_writer& out) {
     invoke.deadline_ns = invoke.t_ns + std::chrono::nanoseconds(wait).count();
     out.log(invoke);
     bool acquired = false;
+    std::optional<rlock::fencing_token> token;
     std::string error;
     try {
-      acquired = l.try_lock(wait);
+      if (o.fenced) {
+        token = fenced.try_lock_and_get_token(wait);
+        acquired = token.has_value();
+      } else {
+        acquired = l.try_lock(wait);
+      }
     } catch (const rlock::error& e) {
       error = code_name(e.code());
     }
@@ -248,6 +299,7 @@ void run(const worker_options& o, history_writer& out) {
     const std::stop_token lost = l.loss_token();
     event ok = make(event_kind::acquire_ok, owner);
     ok.valid_until_ns = valid_until_ns(l);
+    ok.token = token.value_or(0);
     out.log(ok);
     std::stop_callback on_loss(lost, [&out, &owner] {
       event e = make(event_kind::loss, owner);
@@ -270,11 +322,16 @@ void run(const worker_options& o, history_writer& out) {
 
     std::optional<long long> value;
     try {
-      const rlock::reply r = reg.execute({"GET", key});
-      value = r.is_nil() ? 0 : std::stoll(std::string(r.str()));
-      event read = make(event_kind::read, owner);
-      read.value = value;
-      out.log(read);
+      value = read_register(reg, key, token);
+      if (value) {
+        event read = make(event_kind::read, owner);
+        read.value = value;
+        out.log(read);
+      } else {
+        event refused = make(event_kind::read_fail, owner);
+        refused.error = rlock::faults::refused_by_fence;
+        out.log(refused);
+      }
     } catch (const rlock::error& e) {
       event fail = make(event_kind::read_fail, owner);
       fail.error = code_name(e.code());
@@ -282,8 +339,9 @@ void run(const worker_options& o, history_writer& out) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(hold(rng)));
     if (value) {
-      // A careful holder: it does not write once it knows, or must assume, the lock is gone.
-      if (past_deadline()) {
+      // A careful holder does not write once it knows, or must assume, the lock is gone; a
+      // careless one writes anyway.
+      if (!o.careless && past_deadline()) {
         event skip = make(event_kind::write_skip, owner);
         skip.lost = lost.stop_requested();
         out.log(skip);
@@ -292,8 +350,13 @@ void run(const worker_options& o, history_writer& out) {
         write.value = *value + 1;
         out.log(write);
         try {
-          reg.execute({"SET", key, std::to_string(*value + 1)});
-          out.log(make(event_kind::write_ok, owner));
+          if (write_register(reg, key, token, *value + 1)) {
+            out.log(make(event_kind::write_ok, owner));
+          } else {
+            event refused = make(event_kind::write_fail, owner);
+            refused.error = rlock::faults::refused_by_fence;
+            out.log(refused);
+          }
         } catch (const rlock::error& e) {
           event fail = make(event_kind::write_fail, owner);
           fail.error = code_name(e.code());

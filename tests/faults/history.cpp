@@ -219,6 +219,10 @@ std::string to_json(const event& e) {
     append_field(out, "valid_until");
     out += std::to_string(e.valid_until_ns);
   }
+  if (e.token != 0) {
+    append_field(out, "token");
+    out += std::to_string(e.token);
+  }
   if (e.lost) {
     append_field(out, "lost");
     out += "true";
@@ -288,6 +292,8 @@ std::optional<event> parse_event(std::string_view line) {
         e.deadline_ns = *v;
       } else if (*key == "valid_until") {
         e.valid_until_ns = *v;
+      } else if (*key == "token") {
+        e.token = *v;
       }
     }
   }

@@ -28,10 +28,11 @@ enum class event_kind {
   // ---- written by a worker ----
   start,           // the worker is up; owner = its lock owner field, detail = "pid=<pid>"
   acquire_invoke,  // try_lock(wait) called; deadline_ns = call time + wait budget
-  acquire_ok,      // try_lock returned true; valid_until_ns = lock.valid_until()
+  acquire_ok,      // try_lock returned true; valid_until_ns = lock.valid_until(), token
   acquire_fail,    // returned false (error "not-acquired") or threw (error = errc name)
   read,            // GET of the register inside the critical section; value = what it read
-  read_fail,       // the GET failed: nothing is written in this critical section
+  read_fail,       // the GET failed: nothing is written in this critical section (error
+                   // "fenced": the register refused the holder's token as stale)
   write_invoke,    // SET of the register is sent; value = what it writes (read + 1)
   write_ok,        // the SET was acknowledged
   write_fail,      // the SET failed; indeterminate = the outcome is unknown (timeout, lost)
@@ -50,6 +51,10 @@ enum class event_kind {
   killed,       // SIGKILL sent (the process was stopped first, so it did nothing after it)
 };
 
+/// The error of a read_fail or write_fail that a fenced register refused: the holder's token was
+/// lower than one it had already seen.
+inline constexpr std::string_view refused_by_fence = "fenced";
+
 /// The detail of a loss event: the hold's loss_token() fired (logged from its stop callback),
 /// or the worker itself saw steady_clock past lock.valid_until() (before writing, at release).
 inline constexpr std::string_view loss_by_token = "loss_token";
@@ -66,6 +71,7 @@ struct event {
   std::optional<long long> value{};  // register value read or written
   std::int64_t deadline_ns = 0;      // acquire_invoke: when the wait budget ends
   std::int64_t valid_until_ns = 0;   // acquire_ok, release_invoke: lock.valid_until()
+  std::int64_t token = 0;            // acquire_ok of a fenced worker: its fencing token
   bool lost = false;                 // release_invoke: the loss signal had fired
   bool indeterminate = false;        // write_fail, acquire_fail: the outcome is unknown
   std::string error{};               // *_fail: errc name, "not-acquired", or exception text

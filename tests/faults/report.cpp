@@ -83,8 +83,13 @@ std::string scenario_result::summary() const {
       << " stuck=" << check.stuck_acquires << " | loss: token=" << check.loss_signals
       << " deadline=" << check.deadline_losses << " tokens_missed=" << check.tokens_missed
       << " undetected=" << undetected_losses() << " loss_latency_max=" << ms(max_loss_latency_ms())
-      << "ms"
-      << " | leaks=" << end.leaks().size() << " idle_renewals=" << end.idle_renewals
+      << "ms";
+  if (options.fenced) {
+    out << " | fenced" << (options.careless ? ", careless" : "")
+        << ": refusals=" << check.fenced_refusals
+        << " order_violations=" << check.fencing_order_violations;
+  }
+  out << " | leaks=" << end.leaks().size() << " idle_renewals=" << end.idle_renewals
       << " lingering_keys=" << end.keys_lingering.size() << " latches=" << end.latches
       << " crashes=" << crashes.size() << " | recovery p50=" << ms(percentile(rec, 0.5))
       << "ms max=" << ms(percentile(rec, 1.0)) << "ms unrecovered=" << unrecovered();
@@ -119,6 +124,10 @@ std::string scenario_result::json() const {
       << ",\"overlapped_holders\":" << overlapped_sections(check)
       << ",\"loss_token\":" << check.loss_signals << ",\"loss_deadline\":" << check.deadline_losses
       << ",\"tokens_missed\":" << check.tokens_missed
+      << ",\"fenced\":" << (options.fenced ? "true" : "false")
+      << ",\"careless\":" << (options.careless ? "true" : "false")
+      << ",\"fenced_refusals\":" << check.fenced_refusals
+      << ",\"fencing_order_violations\":" << check.fencing_order_violations
       << ",\"undetected_losses\":" << undetected_losses() << ",\"loss_latency_max_ms\":"
       << (max_loss_latency_ms() < 0 ? std::string("null") : ms(max_loss_latency_ms()))
       << ",\"leaks\":" << end.leaks().size() << ",\"idle_renewals\":" << end.idle_renewals

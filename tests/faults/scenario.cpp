@@ -155,6 +155,8 @@ scenario_result run_scenario(scenario_options o) {
   wc.watchdog = o.watchdog;
   wc.wait = o.wait;
   wc.hold = o.hold;
+  wc.fenced = o.fenced;
+  wc.careless = o.careless;
   wc.queue = o.lock_queue;
   wc.liveness = o.liveness;
   if (networks) {
@@ -203,7 +205,7 @@ scenario_result run_scenario(scenario_options o) {
     result.end.idle_renewals = script_calls(server) - before;
   }
   pool.terminate_all(exit_limit);
-  check_leftovers(server, wc.name, std::max(o.watchdog, o.liveness * 2), result.end);
+  check_leftovers(server, wc.name, std::max(o.watchdog, o.liveness * 2), o.fenced, result.end);
 
   checker_options co;
   co.deadline_margin = o.deadline_margin;

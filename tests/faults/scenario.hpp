@@ -60,6 +60,8 @@ struct scenario_options {
   int workers = 3;
   std::chrono::milliseconds wait{2000};  // try_lock wait budget
   std::chrono::milliseconds hold{50};    // time inside the critical section (+-50 %)
+  bool fenced = false;    // fenced lock; the register refuses stale tokens (fault_worker.cpp)
+  bool careless = false;  // holders write even after their loss signal
   // ---- the faults ----
   int cycles = 4;
   std::chrono::milliseconds warmup{1500};

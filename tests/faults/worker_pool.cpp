@@ -101,6 +101,8 @@ int worker_pool::spawn() {
   add("--liveness-ms", ms(config_.liveness));
   add("--timeout-ms", ms(config_.timeout));
   add("--connect-timeout-ms", ms(config_.connect_timeout));
+  add("--fenced", config_.fenced ? "1" : "0");
+  add("--careless", config_.careless ? "1" : "0");
   test::child_options opts;
   opts.stdout_file = history;
   opts.capture_stderr = true;

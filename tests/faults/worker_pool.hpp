@@ -56,6 +56,8 @@ struct worker_config {
   std::chrono::milliseconds liveness{6000};
   std::chrono::milliseconds timeout{1000};
   std::chrono::milliseconds connect_timeout{1000};
+  bool fenced = false;    // fenced lock and fenced register (fault_worker --fenced)
+  bool careless = false;  // writes whatever the loss signal says (fault_worker --careless)
   /// When set, called with each new worker's id (worker_networks: its own namespace).
   std::function<worker_placement(int id)> place{};
 };
