@@ -163,6 +163,23 @@ TEST_F(cli_bench, uncontended_plain_mode_with_a_lease) {
   expect_no_keys_left();
 }
 
+// --fenced: each cycle's acquire also issues a token, on both APIs; one counter per name is
+// left (Redisson's layout: never deleted), then removed with the run's keys.
+TEST_F(cli_bench, uncontended_fenced_issues_a_token_per_acquire) {
+  for (const char* api : {"blocking", "async"}) {
+    const auto f = bench_json(
+        {"uncontended", "--threads", "2", "--duration", "200ms", "--api", api, "--fenced"});
+    EXPECT_EQ(text(f, "api"), api);
+    EXPECT_EQ(number(f, "fenced"), 1);
+    EXPECT_GT(number(f, "cycles"), 0);
+    EXPECT_EQ(number(f, "token_counters_left"), 2);
+    EXPECT_EQ(number(f, "keys_left"), 0);
+    expect_no_keys_left();
+  }
+  const auto plain = bench_json({"uncontended", "--threads", "2", "--duration", "200ms"});
+  EXPECT_EQ(number(plain, "token_counters_left"), 0);
+}
+
 TEST_F(cli_bench, contended_queued_has_no_lost_update_or_overlap) {
   check_contended("on", "queued");
 }

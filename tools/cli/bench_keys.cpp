@@ -53,7 +53,13 @@ run_leftovers clean_up_run(rlock::client& c, const std::string& prefix) {
   const std::vector<std::string> keys = run_keys(c, prefix);
   run_leftovers left;
   for (const auto& k : keys) {
-    (k.starts_with("redisson_unlock_latch:") ? left.unlock_latches : left.keys) += 1;
+    if (k.starts_with("redisson_unlock_latch:")) {
+      ++left.unlock_latches;
+    } else if (k.starts_with("redisson_lock_token:")) {
+      ++left.token_counters;
+    } else {
+      ++left.keys;
+    }
   }
   delete_keys(c, keys);
   return left;

@@ -9,8 +9,9 @@
 //    and returns how many existed. Both throw rlock::error.
 //  - clean_up_run() counts what a finished run left, then deletes it all. Redisson's unlock
 //    latches ("redisson_unlock_latch:{<name>}:<id>", which make a resent unlock idempotent and
-//    expire by themselves) are counted apart: they are expected after every unlock; anything
-//    else left is a leak.
+//    expire by themselves) are counted apart: they are expected after every unlock; so are the
+//    fencing token counters of fenced runs ("redisson_lock_token:{<name>}", never deleted by
+//    design); anything else left is a leak.
 #pragma once
 
 #include <string>
@@ -29,6 +30,7 @@ long long delete_run_keys(rlock::client& c, const std::string& prefix);
 struct run_leftovers {
   long long keys = 0;            ///< anything but unlock latches: must be 0
   long long unlock_latches = 0;  ///< expected, expiring
+  long long token_counters = 0;  ///< expected after a fenced run, kept by design
 };
 run_leftovers clean_up_run(rlock::client& c, const std::string& prefix);
 

@@ -33,21 +33,24 @@ struct thread_result {
   explicit thread_result(std::uint64_t seed) : reservoir(max_samples, seed) {}
 };
 
-void cycle(rlock::lock& l, const std::optional<std::chrono::milliseconds>& lease) {
-  if (lease) {
-    l.lock(*lease);
+void cycle(rlock::fenced_lock& f, bool fenced,
+           const std::optional<std::chrono::milliseconds>& lease) {
+  const auto lease_ms = lease.value_or(std::chrono::milliseconds(-1));  // -1: the watchdog
+  if (fenced) {
+    (void)f.lock_and_get_token(lease_ms);
   } else {
-    l.lock();
+    f.as_lock().lock(lease_ms);
   }
-  l.unlock_or_throw();
+  f.unlock_or_throw();
 }
 
-void run_thread(rlock::lock l, const std::optional<std::chrono::milliseconds>& lease,
-                clock::time_point warm_end, clock::time_point end, thread_result& r) {
+void run_thread(rlock::fenced_lock f, bool fenced,
+                const std::optional<std::chrono::milliseconds>& lease, clock::time_point warm_end,
+                clock::time_point end, thread_result& r) {
   try {
-    while (clock::now() < warm_end) cycle(l, lease);
+    while (clock::now() < warm_end) cycle(f, fenced, lease);
     for (auto t0 = clock::now(); t0 < end;) {
-      cycle(l, lease);
+      cycle(f, fenced, lease);
       const auto t1 = clock::now();
       const long long ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
       r.histogram.record(ns);
@@ -65,10 +68,11 @@ void run_thread(rlock::lock l, const std::optional<std::chrono::milliseconds>& l
 // cycle from the unlock's completion, until `end`; `finished` is called once when it stops.
 class async_chain : public std::enable_shared_from_this<async_chain> {
  public:
-  async_chain(rlock::lock l, std::uint64_t owner,
+  async_chain(rlock::fenced_lock l, bool fenced, std::uint64_t owner,
               const std::optional<std::chrono::milliseconds>& lease, clock::time_point warm_end,
               clock::time_point end, thread_result& r, std::function<void()> finished)
       : lock_(std::move(l)),
+        fenced_(fenced),
         owner_(owner),
         lease_(lease),
         warm_end_(warm_end),
@@ -80,10 +84,16 @@ class async_chain : public std::enable_shared_from_this<async_chain> {
     t0_ = clock::now();
     auto self = shared_from_this();
     auto locked = [self](std::error_code ec) { self->on_locked(ec); };
-    if (lease_) {
-      lock_.async_lock(owner_, *lease_, std::move(locked));
+    if (fenced_) {
+      rlock::acquire_options o;
+      o.lease = lease_;
+      lock_.async_acquire(
+          owner_, std::move(o),
+          [locked](std::error_code ec, std::optional<rlock::fencing_token>) { locked(ec); });
+    } else if (lease_) {
+      lock_.as_lock().async_lock(owner_, *lease_, std::move(locked));
     } else {
-      lock_.async_lock(owner_, std::move(locked));
+      lock_.as_lock().async_lock(owner_, std::move(locked));
     }
   }
 
@@ -111,7 +121,8 @@ class async_chain : public std::enable_shared_from_this<async_chain> {
     finished_();
   }
 
-  rlock::lock lock_;
+  rlock::fenced_lock lock_;
+  bool fenced_;
   std::uint64_t owner_;
   std::optional<std::chrono::milliseconds> lease_;
   clock::time_point warm_end_;
@@ -122,7 +133,7 @@ class async_chain : public std::enable_shared_from_this<async_chain> {
 };
 
 // Starts `results.size()` chains; the future is ready when every one has stopped.
-std::future<void> start_async_chains(rlock::client& client, const std::string& prefix,
+std::future<void> start_async_chains(rlock::client& client, const std::string& prefix, bool fenced,
                                      const std::optional<std::chrono::milliseconds>& lease,
                                      clock::time_point warm_end, clock::time_point end,
                                      std::vector<std::unique_ptr<thread_result>>& results) {
@@ -133,8 +144,8 @@ std::future<void> start_async_chains(rlock::client& client, const std::string& p
     if (remaining->fetch_sub(1) == 1) all_done->set_value();
   };
   for (std::size_t i = 0; i < results.size(); ++i) {
-    std::make_shared<async_chain>(client.get_lock(prefix + "u:" + std::to_string(i)), i + 1, lease,
-                                  warm_end, end, *results[i], finished)
+    std::make_shared<async_chain>(client.get_fenced_lock(prefix + "u:" + std::to_string(i)), fenced,
+                                  i + 1, lease, warm_end, end, *results[i], finished)
         ->start();
   }
   return done;
@@ -158,6 +169,8 @@ void add_uncontended_options(CLI::App& sub, uncontended_options& opts) {
       ->capture_default_str();
   add_count_option(sub, "--connections", opts.connections,
                    "Command connections of the client (config::connection_pool_size)", "N", 64);
+  sub.add_flag("--fenced", opts.fenced,
+               "Fenced locks: each acquire also issues a fencing token (one request more)");
   sub.footer(
       "Thread i loops lock()+unlock() on its own name; all threads share one client, so their\n"
       "requests are pipelined on one connection. After an untimed 200ms warm-up: cycles,\n"
@@ -185,11 +198,11 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
   for (int i = 0; i < o.threads; ++i) {
     results.push_back(std::make_unique<thread_result>(0x5eed + static_cast<std::uint64_t>(i)));
     if (async) continue;
-    threads.emplace_back(run_thread, client.get_lock(prefix + "u:" + std::to_string(i)),
-                         std::cref(o.lease), warm_end, end, std::ref(*results.back()));
+    threads.emplace_back(run_thread, client.get_fenced_lock(prefix + "u:" + std::to_string(i)),
+                         o.fenced, std::cref(o.lease), warm_end, end, std::ref(*results.back()));
   }
   std::future<void> chains;
-  if (async) chains = start_async_chains(client, prefix, o.lease, warm_end, end, results);
+  if (async) chains = start_async_chains(client, prefix, o.fenced, o.lease, warm_end, end, results);
   // The server's main-thread CPU time over the measured window (after the warm-up); negative
   // when the server refuses INFO (an ACL user without it): the run is measured without it.
   const auto server_cpu_now = [&client] {
@@ -246,6 +259,7 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
       .add("library", "rlock")
       .add("mode", queue_mode_name(o.queue))
       .add("api", o.api)
+      .add("fenced", o.fenced)
       .add("threads", o.threads)
       .add("duration_s", seconds)
       .add("cycles", all.count())
@@ -255,14 +269,15 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
       .add("connections", o.connections)
       .add("keys_left", left.keys)
       .add("unlock_latches_left", left.unlock_latches)
+      .add("token_counters_left", left.token_counters)
       .add("server", server)
       .add("client_cpu_us_per_cycle", client_us_per_cycle, 2)
       .add_us("samples_us", merge_reservoirs(reservoirs, max_samples, 0x5a3b1e));
 
   std::ostringstream text;
   text << "uncontended: " << o.threads << (async ? " async chain(s)" : " thread(s)")
-       << " on one client (" << queue_mode_name(o.queue) << "), lock+unlock on distinct names for "
-       << format_duration(o.duration) << "\n"
+       << " on one client (" << queue_mode_name(o.queue) << (o.fenced ? ", fenced" : "")
+       << "), lock+unlock on distinct names for " << format_duration(o.duration) << "\n"
        << "  cycles        " << all.count() << " (" << static_cast<long long>(rate) << "/s)\n"
        << "  cycle latency p50 " << format_latency_ns(all.percentile(50)) << "  p99 "
        << format_latency_ns(all.percentile(99)) << "  p99.9 "

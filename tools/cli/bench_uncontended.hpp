@@ -13,7 +13,9 @@
 // each chain is async_lock then async_unlock on its own name and owner id, restarted from the
 // unlock's completion on the client's I/O thread, so one process drives all of them (as a node
 // program drives its async loops). Latency, cycles and checks are the same as with threads.
-// --connections sets config::connection_pool_size for the run.
+// --connections sets config::connection_pool_size for the run. --fenced takes each lock as a
+// fenced lock (lock_and_get_token, or fenced_lock::async_acquire): the cycle then includes the
+// token step, one request more.
 //
 // The server side: INFO cpu is read when the warm-up ends and after the last cycle; the JSON's
 // "server" object gives the Redis main thread's busy share of that window and its CPU time per
@@ -41,6 +43,8 @@ struct uncontended_options {
   std::string api = "blocking";
   /// config::connection_pool_size: the command connections the threads or chains share.
   int connections = 1;
+  /// Fenced locks: each acquire also issues a fencing token.
+  bool fenced = false;
 };
 
 void add_uncontended_options(CLI::App& sub, uncontended_options& opts);
