@@ -1,12 +1,13 @@
 #include "rlock/fenced_lock.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <string_view>
 
 #include "detail/blocking.hpp"
 #include "detail/connection.hpp"
+#include "detail/lock_call.hpp"
 #include "detail/lock_keys.hpp"
+#include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
 
@@ -20,19 +21,6 @@ struct token_result {
   std::optional<fencing_token> token;
 };
 
-// "<what> '<name>'", and ": <reply text>" when a reply explained the failure.
-std::string describe(std::string_view what, const std::string& name, std::string_view reply) {
-  std::string out(what);
-  out += " '";
-  out += name;
-  out += '\'';
-  if (!reply.empty()) {
-    out += ": ";
-    out += reply;
-  }
-  return out;
-}
-
 }  // namespace
 
 fenced_lock::fenced_lock(reentrant_lock lock)
@@ -42,13 +30,8 @@ void fenced_lock::start_acquire(std::uint64_t owner, acquire_options o, token_ca
                                 bool blocking) {
   // The token step's bound: the end of the wait (none: a wait without end). A single attempt
   // has no wait; its token step gets one request timeout, as its acquire did.
-  clock::time_point deadline = clock::time_point::max();
-  if (o.wait) {
-    const auto now = clock::now();
-    const auto left = clock::time_point::max() - now;
-    deadline =
-        *o.wait >= left ? clock::time_point::max() : now + std::max(*o.wait, milliseconds(0));
-  }
+  const clock::time_point deadline =
+      o.wait ? detail::deadline_after(*o.wait) : clock::time_point::max();
   std::string* const why = o.error_detail;
   lock_.start_acquire(
       owner, std::move(o),
@@ -100,19 +83,9 @@ void fenced_lock::start_token(std::function<void(std::error_code, fencing_token)
   o.idempotent = true;
   o.route_key = lock_.key();
   lock_.svc_->engine()->exec(args, o, [cb = std::move(cb)](detail::exec_result r) {
-    if (r.ec || r.value.is_nil()) {
-      cb(r.ec, 0);
-      return;
-    }
-    // Whatever a peer wrote there: a counter that is no integer is no token.
-    fencing_token n = 0;
-    const std::string_view text = r.value.str();
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-    if (ec != std::errc{} || end != text.data() + text.size()) {
-      cb(make_error_code(errc::wrong_type), 0);
-      return;
-    }
-    cb({}, n);
+    // A counter that is no integer is no token: errc::wrong_type.
+    const auto [ec, n] = detail::decode_counter(r);
+    cb(ec, n);
   });
 }
 
@@ -133,7 +106,7 @@ std::optional<fencing_token> fenced_lock::acquire(const acquire_options& opts) {
   auto r = w.take(lock_.spin(), &detail::connection::poll_replies_of_this_thread);
   if (r.ec) {
     if (opts.error_detail != nullptr && !why.empty()) *opts.error_detail = why;
-    throw error(r.ec, describe("fenced lock", name(), why));
+    throw error(r.ec, detail::context_with("fenced lock '" + name() + "'", why));
   }
   return r.token;
 }
@@ -147,7 +120,7 @@ fencing_token fenced_lock::lock_and_get_token(milliseconds lease) {
   if (lease.count() > 0) o.lease = lease;
   const auto t = acquire(o);
   // A wait without end returns a token or throws; this only guards the dereference.
-  if (!t) throw error(make_error_code(errc::timeout), describe("fenced lock", name(), {}));
+  if (!t) throw error(make_error_code(errc::timeout), "fenced lock '" + name() + "'");
   return *t;
 }
 
@@ -170,7 +143,7 @@ fencing_token fenced_lock::token() {
   detail::blocking_result<std::pair<std::error_code, fencing_token>> w;
   start_token([&w](std::error_code ec, fencing_token t) { w.set({ec, t}); });
   auto [ec, t] = w.take(lock_.spin());
-  throw_if(ec, describe("token of", name(), {}));
+  throw_if(ec, "token of '" + name() + "'");
   return t;
 }
 

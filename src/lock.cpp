@@ -1,12 +1,13 @@
 #include "rlock/lock.hpp"
 
 #include <atomic>
-#include <charconv>
 #include <string_view>
 
 #include "detail/blocking.hpp"
 #include "detail/closed_completion.hpp"
 #include "detail/connection.hpp"
+#include "detail/lock_call.hpp"
+#include "detail/lock_replies.hpp"
 #include "detail/lock_service.hpp"
 
 namespace rlock {
@@ -18,30 +19,10 @@ using detail::clock;
 // server-side with an obscure error; a century is longer than any sensible lease.
 constexpr std::chrono::milliseconds max_lease = std::chrono::hours(24 * 365 * 100);
 
-clock::time_point deadline_after(std::chrono::milliseconds wait) {
-  const auto now = clock::now();
-  if (wait.count() <= 0) return now;
-  if (wait >=
-      std::chrono::duration_cast<std::chrono::milliseconds>(clock::time_point::max() - now)) {
-    return clock::time_point::max();
-  }
-  return now + wait;
-}
-
 struct acquire_result {
   std::error_code ec;
   bool acquired = false;
 };
-
-// "<context>: <reply text>" when a reply explained the failure, else the context alone; what()
-// then appends the code's message.
-std::string context_with(std::string context, std::string_view reply_text) {
-  if (!reply_text.empty()) {
-    context += ": ";
-    context += reply_text;
-  }
-  return context;
-}
 
 }  // namespace
 
@@ -107,7 +88,7 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
     // A single attempt has no wait budget: its one script, resends included, is bounded by one
     // request timeout (not retry_attempts of them: a paused server would hold try_lock() for
     // 4 x 3 s with the defaults).
-    r.deadline = deadline_after(r.single_attempt ? svc_->engine()->cfg().timeout : *o.wait);
+    r.deadline = detail::deadline_after(r.single_attempt ? svc_->engine()->cfg().timeout : *o.wait);
   }
   r.stop = std::move(o.stop);
   r.error_detail = o.error_detail;
@@ -160,18 +141,9 @@ void reentrant_lock::start_hold_count(std::uint64_t owner, callback<long long> c
   o.idempotent = true;
   o.route_key = key_;
   svc_->engine()->exec(args, o, [cb = std::move(cb)](detail::exec_result r) {
-    long long n = 0;
-    if (!r.ec && r.value.is_string()) {
-      // Any bytes a peer wrote: a field that is no hold count makes the key no lock (this runs
-      // on an I/O thread, where an exception would end the program).
-      const std::string_view text = r.value.str();
-      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-      if (ec != std::errc{} || end != text.data() + text.size()) {
-        cb(make_error_code(errc::wrong_type), 0);
-        return;
-      }
-    }
-    cb(r.ec, n);
+    // A field that is no hold count makes the key no lock: errc::wrong_type.
+    const auto [ec, n] = detail::decode_counter(r);
+    cb(ec, n);
   });
 }
 
@@ -202,7 +174,7 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
   auto r = w.take(spin(), &detail::connection::poll_replies_of_this_thread);
   if (r.ec) {
     if (opts.error_detail != nullptr && !why.empty()) *opts.error_detail = why;
-    throw error(r.ec, context_with("lock '" + name_ + "'", why));
+    throw error(r.ec, detail::context_with("lock '" + name_ + "'", why));
   }
   return r.acquired;
 }
@@ -270,7 +242,7 @@ void reentrant_lock::unlock_or_throw() {
     throw error(ec, "attempt to unlock lock '" + name_ + "', not locked by current thread (owner " +
                         svc_->owner_field(this_thread_owner_id()) + ")");
   }
-  throw_if(ec, context_with("unlock '" + name_ + "'", why));
+  throw_if(ec, detail::context_with("unlock '" + name_ + "'", why));
 }
 
 bool reentrant_lock::force_unlock() {
@@ -279,7 +251,7 @@ bool reentrant_lock::force_unlock() {
   std::string why;
   start_force_unlock([&w](std::error_code ec, bool existed) { w.set({ec, existed}); }, &why);
   auto r = w.take(spin());
-  throw_if(r.ec, context_with("force_unlock '" + name_ + "'", why));
+  throw_if(r.ec, detail::context_with("force_unlock '" + name_ + "'", why));
   return r.acquired;
 }
 

@@ -1,5 +1,8 @@
 #include "detail/lock_replies.hpp"
 
+#include <charconv>
+#include <string_view>
+
 namespace rlock::detail {
 namespace {
 
@@ -89,6 +92,17 @@ std::optional<refresh_outcome> decode_refresh(const exec_result& r, std::size_t 
     out.status.push_back(static_cast<int>(e.integer()));
   }
   return out;
+}
+
+std::pair<std::error_code, long long> decode_counter(const exec_result& r) {
+  if (r.ec || !r.value.is_string()) return {r.ec, 0};
+  long long n = 0;
+  const std::string_view text = r.value.str();
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || end != text.data() + text.size()) {
+    return {make_error_code(errc::wrong_type), 0};
+  }
+  return {std::error_code{}, n};
 }
 
 }  // namespace rlock::detail

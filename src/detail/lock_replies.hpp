@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "detail/acquire_fsm.hpp"
@@ -41,5 +42,10 @@ struct refresh_outcome {
   std::vector<int> status;
 };
 std::optional<refresh_outcome> decode_refresh(const exec_result& r, std::size_t waiters);
+
+/// Not a script's: a counter the lock keeps as a string, read with HGET (a hold count) or GET
+/// (a fencing token). The request's error as it is; 0 when absent (nil); errc::wrong_type for
+/// anything but a whole decimal integer (any bytes a peer wrote there).
+std::pair<std::error_code, long long> decode_counter(const exec_result& r);
 
 }  // namespace rlock::detail

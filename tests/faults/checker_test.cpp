@@ -33,9 +33,10 @@ class history {
     e.deadline_ns = (t_ms + wait_ms) * ms;
     events.push_back(e);
   }
-  void acquired(int w, std::int64_t t_ms, std::int64_t lease_ms = 1500) {
+  void acquired(int w, std::int64_t t_ms, std::int64_t lease_ms = 1500, std::int64_t token = 0) {
     event e = ev(event_kind::acquire_ok, w, t_ms);
     e.valid_until_ns = (t_ms + lease_ms) * ms;
+    e.token = token;
     events.push_back(e);
   }
   void read(int w, std::int64_t t_ms, long long v) {
@@ -332,10 +333,7 @@ TEST(fault_checker, fencing_tokens_out_of_order_between_clean_holds_are_reported
     history h;
     auto fenced_acquire = [&h](int w, std::int64_t t_ms, std::int64_t token) {
       h.invoke(w, t_ms - 1);
-      event e = ev(event_kind::acquire_ok, w, t_ms);
-      e.valid_until_ns = (t_ms + 1500) * ms;
-      e.token = token;
-      h.events.push_back(e);
+      h.acquired(w, t_ms, 1500, token);
     };
     fenced_acquire(1, 10, 5);
     h.read(1, 11, 0);

@@ -35,6 +35,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     std::error_code ec;
     (void)rlock::detail::decode_force_unlock(res, ec);
+    // A counter is a value only when the request succeeded; absent or refused reads as 0.
+    if (const auto [counter_ec, n] = rlock::detail::decode_counter(res); counter_ec && n != 0) {
+      std::abort();
+    }
     for (std::size_t n : {0u, 1u, 3u, 100u}) {
       if (auto renew = rlock::detail::decode_renew(res, n); renew && renew->size() != n) {
         std::abort();

@@ -83,17 +83,15 @@ class async_chain : public std::enable_shared_from_this<async_chain> {
   void start() {
     t0_ = clock::now();
     auto self = shared_from_this();
-    auto locked = [self](std::error_code ec) { self->on_locked(ec); };
+    rlock::acquire_options o;  // waits until acquired
+    o.lease = lease_;
     if (fenced_) {
-      rlock::acquire_options o;
-      o.lease = lease_;
       lock_.async_acquire(
           owner_, std::move(o),
-          [locked](std::error_code ec, std::optional<rlock::fencing_token>) { locked(ec); });
-    } else if (lease_) {
-      lock_.as_lock().async_lock(owner_, *lease_, std::move(locked));
+          [self](std::error_code ec, std::optional<rlock::fencing_token>) { self->on_locked(ec); });
     } else {
-      lock_.as_lock().async_lock(owner_, std::move(locked));
+      lock_.as_lock().async_acquire(owner_, std::move(o),
+                                    [self](std::error_code ec, bool) { self->on_locked(ec); });
     }
   }
 

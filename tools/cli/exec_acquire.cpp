@@ -25,6 +25,15 @@ struct completion {
   std::optional<rlock::fencing_token> token;
   std::string error_detail;  // written by the library before the handler runs
   event_flag flag;
+
+  void finish(std::error_code e, bool got, std::optional<rlock::fencing_token> t) {
+    std::lock_guard lk(mu);
+    done = true;
+    ec = e;
+    acquired = got;
+    token = t;
+    flag.raise();
+  }
 };
 
 milliseconds since(clock::time_point t0) {
@@ -48,20 +57,11 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
     rlock::fenced_lock(lock).async_acquire(
         request.owner, opts,
         [result](std::error_code ec, std::optional<rlock::fencing_token> token) {
-          std::lock_guard lk(result->mu);
-          result->done = true;
-          result->ec = ec;
-          result->acquired = token.has_value();
-          result->token = token;
-          result->flag.raise();
+          result->finish(ec, token.has_value(), token);
         });
   } else {
     lock.async_acquire(request.owner, opts, [result](std::error_code ec, bool acquired) {
-      std::lock_guard lk(result->mu);
-      result->done = true;
-      result->ec = ec;
-      result->acquired = acquired;
-      result->flag.raise();
+      result->finish(ec, acquired, std::nullopt);
     });
   }
 

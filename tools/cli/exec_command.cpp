@@ -69,9 +69,9 @@ constexpr const char* footer_text =
 /// RLOCK_NAME, RLOCK_TOKEN set or removed (an outer `rlock exec` may have set it), and rlock's
 /// secrets removed: the command is not given the credentials rlock used.
 std::vector<std::string> command_environment(const std::string& name,
-                                             const std::optional<std::string>& token) {
+                                             std::optional<rlock::fencing_token> token) {
   std::vector<std::string> env{"RLOCK_NAME=" + name,
-                               token ? "RLOCK_TOKEN=" + *token : "RLOCK_TOKEN"};
+                               token ? "RLOCK_TOKEN=" + std::to_string(*token) : "RLOCK_TOKEN"};
   for (std::string& secret : secret_environment_names()) env.push_back(std::move(secret));
   return env;
 }
@@ -209,12 +209,8 @@ int run_exec(const exec_options& o) {
                         "lost lock '" + o.name + "' before the command started; it was not run");
   }
   int spawn_error = 0;
-  const pid_t pid = spawn_process(
-      o.command,
-      command_environment(o.name, acquired.token
-                                      ? std::optional<std::string>(std::to_string(*acquired.token))
-                                      : std::nullopt),
-      {}, &spawn_error);
+  const pid_t pid =
+      spawn_process(o.command, command_environment(o.name, acquired.token), {}, &spawn_error);
   if (pid < 0) {
     [[maybe_unused]] const std::error_code ec =
         release_hold(lock, owner, release_bound, signals);  // nothing ran
