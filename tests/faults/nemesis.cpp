@@ -312,23 +312,45 @@ class starve_holder final : public nemesis {
   std::int64_t wait_before_ = 0;
 };
 
-// Cuts a holder off from the lock server for fault_on (faults N5 and N6): its namespace's end
-// of its lock link goes down (worker_networks.hpp), while the other workers stay connected.
-// Longer than the lease, the lock expires and another worker takes it: the cut-off holder
-// must learn of the loss by itself (its renewals cannot get through) before its lease ends.
-class partition_holder final : public nemesis {
+// Cuts a holder off from the lock server for fault_on while the other workers stay connected
+// (worker_networks.hpp), in both directions (faults N5 and N6: its end of its lock link goes
+// down) or in one (an asymmetric partition): deafened, its requests still run on the server
+// but nothing comes back (no reply, no message); muted, what it sends is dropped silently and
+// times out. Either way it can no longer confirm a renewal. Longer than the lease, the lock
+// expires and another worker takes it: the cut-off holder must learn of the loss by itself
+// before its lease ends.
+class cut_holder final : public nemesis {
  public:
+  enum class direction { both, from_server, to_server };
+  explicit cut_holder(direction d) : direction_(d) {}
+
   void inject(fault_context& ctx, int) override {
     index_.reset();
     const auto id = stop_a_holder(ctx, rng_);
     if (!id) return;
-    ctx.networks->cut(*id);
+    std::string what;
+    switch (direction_) {
+      case direction::both:
+        ctx.networks->cut(*id);
+        what = "partition holder w" + std::to_string(*id) + " from the lock server";
+        break;
+      case direction::from_server:
+        ctx.networks->deafen(*id);
+        what = "deafen holder w" + std::to_string(*id) + " on its lock link";
+        break;
+      case direction::to_server:
+        ctx.networks->mute(*id);
+        what = "mute holder w" + std::to_string(*id) + " on its lock link";
+        break;
+    }
     const bool outlasts = ctx.options.fault_on >= ctx.options.watchdog;
     fault_record f =
-        instant("partition holder w" + std::to_string(*id) + " from the lock server for " +
-                    std::to_string(ctx.options.fault_on.count()) + " ms",
-                *id);
+        instant(what + " for " + std::to_string(ctx.options.fault_on.count()) + " ms", *id);
     f.expect_loss = outlasts;
+    // Deafened, its unlock may still run on the server before its lease ends (until TCP,
+    // which sees no ACK, stops sending new data): then nothing is lost, and the server says so
+    // once the unlock's outcome gets through (a resend after the heal finds its latch).
+    f.unless_released_ok = direction_ == direction::from_server;
     f.exclude_target = outlasts;
     f.loss_from_ns = f.start_ns;
     index_ = record_fault(ctx, std::move(f));
@@ -337,12 +359,17 @@ class partition_holder final : public nemesis {
   void heal(fault_context& ctx) override {
     if (!index_) return;
     fault_record& f = ctx.faults[*index_];
-    ctx.networks->heal(f.target);
+    if (direction_ == direction::both) {
+      ctx.networks->heal(f.target);
+    } else {
+      ctx.networks->restore(f.target);
+    }
     record_heal(ctx, *index_);
     if (!f.expect_loss) f.recovery_from_ns = f.end_ns;
   }
 
  private:
+  direction direction_;
   std::minstd_rand rng_{17};
   std::optional<std::size_t> index_;
 };
@@ -402,7 +429,11 @@ std::unique_ptr<nemesis> make_nemesis(nemesis_kind kind) {
     case nemesis_kind::starve_holder:
       return std::make_unique<starve_holder>();
     case nemesis_kind::partition_holder:
-      return std::make_unique<partition_holder>();
+      return std::make_unique<cut_holder>(cut_holder::direction::both);
+    case nemesis_kind::deafen_holder:
+      return std::make_unique<cut_holder>(cut_holder::direction::from_server);
+    case nemesis_kind::mute_holder:
+      return std::make_unique<cut_holder>(cut_holder::direction::to_server);
   }
   return std::make_unique<no_faults>();
 }

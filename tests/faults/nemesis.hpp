@@ -33,7 +33,7 @@ struct fault_context {
   fault_proxy* proxy = nullptr;  // set for nemesis_kind::proxy
   const scenario_options& options;
   std::vector<fault_record>& faults;
-  worker_networks* networks = nullptr;  // set for nemesis_kind::partition_holder
+  worker_networks* networks = nullptr;  // set for the nemeses that need namespaces
 };
 
 class nemesis {

@@ -51,10 +51,16 @@ void measure_faults(std::vector<fault_record>& faults, const std::vector<event>&
     if (f.target == 0) continue;
     // Detected by the first loss event (token or deadline) or not_owner from the unlock.
     std::optional<std::int64_t> first;
+    bool release_ended = false;
     for (const auto& e : events) {
       if (e.worker != f.target || e.t_ns < f.start_ns) continue;
       if (e.kind == event_kind::release_invoke && f.release_after_ns < 0) {
         f.release_after_ns = e.t_ns - f.start_ns;
+      }
+      if (f.release_after_ns >= 0 && !release_ended &&
+          (e.kind == event_kind::release_ok || e.kind == event_kind::release_fail)) {
+        release_ended = true;
+        f.released_ok = e.kind == event_kind::release_ok;
       }
       const bool detects = e.kind == event_kind::loss ||
                            (e.kind == event_kind::release_fail && e.error == "not_owner");
@@ -64,6 +70,8 @@ void measure_faults(std::vector<fault_record>& faults, const std::vector<event>&
       f.loss_detected = true;
       f.loss_latency_ns = *first - f.loss_from_ns;
     }
+    // The server confirmed that the target's unlock released its hold: nothing was lost.
+    if (f.unless_released_ok && f.released_ok) f.expect_loss = false;
   }
 }
 
@@ -99,6 +107,10 @@ std::string_view to_string(nemesis_kind k) {
       return "starve_holder";
     case nemesis_kind::partition_holder:
       return "partition_holder";
+    case nemesis_kind::deafen_holder:
+      return "deafen_holder";
+    case nemesis_kind::mute_holder:
+      return "mute_holder";
   }
   return "unknown";
 }
@@ -112,10 +124,14 @@ scenario_result run_scenario(scenario_options o) {
   scenario_result result;
   result.options = o;
 
-  // partition_holder: each worker in a network namespace of its own, the servers listening
-  // on the namespaces' links as well as on loopback (worker_networks.hpp).
+  // partition_holder, deafen_holder, mute_holder: each worker in a network namespace of its
+  // own, the servers listening on the namespaces' links as well as on loopback
+  // (worker_networks.hpp).
   std::optional<worker_networks> networks;
-  if (o.nemesis == nemesis_kind::partition_holder) networks.emplace(o.workers);
+  if (o.nemesis == nemesis_kind::partition_holder || o.nemesis == nemesis_kind::deafen_holder ||
+      o.nemesis == nemesis_kind::mute_holder) {
+    networks.emplace(o.workers);
+  }
   const auto bind_also = [](const std::vector<std::string>& hosts) {
     std::vector<std::string> args{"--protected-mode", "no", "--bind", "127.0.0.1"};
     args.insert(args.end(), hosts.begin(), hosts.end());

@@ -44,6 +44,8 @@ enum class nemesis_kind {
   proxy,                   // fault_proxy: cycles delay, drop_replies, hang, reset
   starve_holder,           // pin a holder to one CPU, SCHED_FIFO bursts there for fault_on
   partition_holder,        // each worker in its own netns; a holder's lock link down for fault_on
+  deafen_holder,           // as partition_holder, but only the server's packets to it are dropped
+  mute_holder,             // as partition_holder, but only its packets to the server are dropped
 };
 
 std::string_view to_string(nemesis_kind k);
@@ -84,13 +86,15 @@ struct fault_record {
   std::int64_t end_ns = 0;            // healed (== start_ns for instantaneous faults)
   std::int64_t recovery_from_ns = 0;  // recovery = next acquire-ok after this
   bool exclude_target = false;        // ... by a worker other than the target
-  bool expect_loss = false;           // the target's hold must be reported lost
+  bool expect_loss = false;           // the target's hold must be reported lost ...
+  bool unless_released_ok = false;    // ... unless its next unlock returned ok (it ran in time)
   std::int64_t loss_from_ns = 0;      // loss latency is measured from here
   // Filled in after the run:
   std::int64_t recovery_ns = -1;       // -1: nobody acquired before the run ended
   std::int64_t loss_latency_ns = -1;   // -1: no loss event
   bool loss_detected = false;          // a loss event, or the unlock reported not_owner
   std::int64_t release_after_ns = -1;  // the target's first release-invoke, after start_ns
+  bool released_ok = false;            // ... and it returned ok
   std::int64_t cpu_wait_ns = -1;       // starve_holder: the target's threads' wait for a CPU
 };
 

@@ -16,6 +16,9 @@ using namespace std::chrono_literals;
 std::filesystem::path ip_program() {
   return test::find_program("ip", "/usr/sbin/ip");
 }
+std::filesystem::path tc_program() {
+  return test::find_program("tc", "/usr/sbin/tc");
+}
 
 std::string ns_name(int id) {
   return "rlock-fault-" + std::to_string(id);
@@ -46,17 +49,37 @@ std::string words(std::initializer_list<std::string_view> parts) {
   return line;
 }
 
-struct ip_result {
+struct program_result {
   int status = -1;
   std::string output{};
 };
 
-ip_result run_ip(std::vector<std::string> args) {
+program_result run_program(const std::filesystem::path& program, std::vector<std::string> args) {
   test::child_options opts;
   opts.merge_stderr = true;
-  test::child_process p(ip_program(), std::move(args), opts);
+  test::child_process p(program, std::move(args), opts);
   const auto status = p.wait_for(10s);
   return {status.value_or(-1), p.output()};
+}
+program_result run_ip(std::vector<std::string> args) {
+  return run_program(ip_program(), std::move(args));
+}
+
+// `tc [-n ns] qdisc <verb> dev <dev> root [pfifo limit 0]`: a root queue that drops every
+// packet the device sends ("replace" installs it, "del" restores the device's default).
+// With `must`, a failure throws.
+void drop_all_sent(const std::string& ns, const std::string& dev, bool drop, bool must) {
+  std::vector<std::string> args;
+  if (!ns.empty()) args.insert(args.end(), {"-n", ns});
+  args.insert(args.end(), {"qdisc", drop ? "replace" : "del", "dev", dev, "root"});
+  if (drop) args.insert(args.end(), {"pfifo", "limit", "0"});
+  const auto r = run_program(tc_program(), args);
+  if (r.status != 0 && must) {
+    std::string line;
+    for (const auto& a : args) line += " " + a;
+    throw std::runtime_error("worker_networks: tc" + line + " failed (" + std::to_string(r.status) +
+                             "): " + r.output);
+  }
 }
 
 // Runs `lines` as one `ip -batch`, inside namespace `ns` if not empty; with `force`, failed
@@ -95,20 +118,38 @@ std::vector<std::string> teardown_lines(int count) {
   return lines;
 }
 
+// Why a namespace cannot be made here (empty if it can); with `one_way`, also why the pfifo
+// queue of one_way_unavailable() cannot be set up in one.
+std::string probe(bool one_way) {
+  try {
+    (void)ip_program();
+    if (one_way) (void)tc_program();
+  } catch (const std::exception& e) {
+    return std::string("no ip or tc (iproute2): ") + e.what();
+  }
+  const std::string name = "rlock-fault-probe";
+  run_ip({"netns", "del", name});
+  if (const auto r = run_ip({"netns", "add", name}); r.status != 0) {
+    return "cannot create a network namespace: " + r.output;
+  }
+  std::string why;
+  try {
+    if (one_way) drop_all_sent(name, "lo", true, true);
+  } catch (const std::exception& e) {
+    why = std::string("no pfifo qdisc: ") + e.what();
+  }
+  run_ip({"netns", "del", name});
+  return why;
+}
+
 }  // namespace
 
 std::string worker_networks::unavailable() {
-  try {
-    (void)ip_program();
-  } catch (const std::exception& e) {
-    return std::string("no ip (iproute2): ") + e.what();
-  }
-  const std::string probe = "rlock-fault-probe";
-  run_ip({"netns", "del", probe});
-  const auto r = run_ip({"netns", "add", probe});
-  if (r.status != 0) return "cannot create a network namespace: " + r.output;
-  run_ip({"netns", "del", probe});
-  return {};
+  return probe(false);
+}
+
+std::string worker_networks::one_way_unavailable() {
+  return probe(true);
 }
 
 worker_networks::worker_networks(int count) : count_(count) {
@@ -177,6 +218,19 @@ void worker_networks::cut(int id) {
 
 void worker_networks::heal(int id) {
   run_batch({"link set " + lock_link(id) + "p up"}, false, ns_name(id));
+}
+
+void worker_networks::deafen(int id) {
+  drop_all_sent({}, lock_link(id), true, true);
+}
+
+void worker_networks::mute(int id) {
+  drop_all_sent(ns_name(id), lock_link(id) + "p", true, true);
+}
+
+void worker_networks::restore(int id) {
+  drop_all_sent({}, lock_link(id), false, false);
+  drop_all_sent(ns_name(id), lock_link(id) + "p", false, false);
 }
 
 }  // namespace rlock::faults

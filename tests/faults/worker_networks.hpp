@@ -12,6 +12,19 @@
 // as a real client cut off from Redis may. heal(id) sets it up again; queued segments are
 // then delivered, late.
 //
+// One direction only (an asymmetric partition): a pfifo queue of length 0 as the root qdisc
+// of one end of the lock link drops every packet that end sends, and nothing else changes
+// (the links stay up, routes stay, sends succeed locally).
+//  - deafen(id): on the runner's end. The server's replies, pub/sub messages and ACKs never
+//    reach worker id, while its requests still reach the server and run there: every outcome
+//    is unknown to it, and a new connection of its never completes (the SYN arrives, the
+//    SYN-ACK is dropped).
+//  - mute(id): on the worker's end. What the worker sends vanishes silently (no ENETUNREACH,
+//    unlike cut()): its requests time out; TCP retransmits them, so after the heal they may
+//    arrive late.
+//  - restore(id) removes both queues. one_way_unavailable() says why these cannot run (no tc,
+//    or a kernel without the pfifo qdisc), empty if they can.
+//
 // Guarantees:
 //  - Root and iproute2 are needed; unavailable() says why not, empty if the fault can run
 //    (it creates and deletes a namespace to find out).
@@ -48,6 +61,11 @@ class worker_networks {
 
   void cut(int id);
   void heal(int id);
+
+  static std::string one_way_unavailable();
+  void deafen(int id);
+  void mute(int id);
+  void restore(int id);
 
  private:
   std::vector<std::string> hosts(std::string (*host)(int)) const;
