@@ -56,6 +56,8 @@ class category_impl final : public std::error_category {
         return "server is a read-only replica (READONLY)";
       case errc::command_unavailable:
         return "server does not know the command (unknown, renamed or disabled)";
+      case errc::cluster_redirect:
+        return "cluster node does not serve the key's slot (MOVED, ASK or CROSSSLOT)";
     }
     return "unknown rlock error";
   }

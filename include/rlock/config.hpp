@@ -70,7 +70,9 @@ server_address parse_url(std::string_view url);
 /// over; defaults are Redisson 4.7's unless the comment says "rlock default".
 struct config {
   // ---- topology (this release: a single server) ----
-  /// The server's URL. Credentials in the URL override username/password below.
+  /// The server's URL. Credentials in the URL override username/password below. No Sentinel
+  /// or Cluster redirection is followed: given a Redis Cluster node, locks whose slot that
+  /// node serves work, and the others fail on their first attempt with errc::cluster_redirect.
   std::string address = "redis://127.0.0.1:6379";
   std::optional<std::string> username;
   std::optional<std::string> password;

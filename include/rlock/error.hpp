@@ -12,8 +12,8 @@
 // Codes fall into four groups, and callers usually only need the group:
 //   - the outcome is known not to have happened: invalid_argument, invalid_url, auth_failed,
 //     auth_required, not_connected, connection_refused, tls_error, wrong_type, script_error,
-//     server_error, out_of_memory, read_only, command_unavailable, server_busy, not_owner,
-//     shutdown, stopped, subscription_timeout;
+//     server_error, out_of_memory, read_only, command_unavailable, cluster_redirect,
+//     server_busy, not_owner, shutdown, stopped, subscription_timeout;
 //   - the outcome is unknown (the command may or may not have run on the server): timeout,
 //     connection_lost, and protocol_error for a command already written. rlock never resends
 //     such a command unless it is idempotent;
@@ -85,6 +85,12 @@ enum class errc {
   /// away or disabled, as some managed services do with scripting. rlock needs EVALSHA and
   /// SCRIPT (see the README's Configuration section). Nothing ran. Not retried.
   command_unavailable,
+  /// The server is a Redis Cluster node that does not serve the slot of the key (MOVED, ASK),
+  /// or the keys of one command span slots (CROSSSLOT). This release talks to the one server
+  /// it is given and follows no redirection: on a cluster node, only locks whose slot that node
+  /// serves work (a lock's keys share its name's slot). what() carries the server's reply,
+  /// which names the node that serves the slot. Nothing ran. Not retried.
+  cluster_redirect,
 };
 
 /// The category of rlock::errc. Its name() is "rlock".

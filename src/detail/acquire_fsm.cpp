@@ -88,7 +88,10 @@ acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
     if (r.ec == make_error_code(errc::timeout) && answered_ && now >= p_.deadline) {
       return finish({}, false, true);
     }
-    return finish(r.ec, false, true);
+    // A cluster redirection: another node serves the lock's slot, so this attempt did not run,
+    // and whatever an earlier attempt (timed out) may have left went with the slot to that
+    // node, where an undo sent here cannot reach it. There is nothing to release.
+    return finish(r.ec, false, r.ec != make_error_code(errc::cluster_redirect));
   }
   if (r.acquired) {
     if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);

@@ -56,7 +56,12 @@ inline errc classify_server_error(std::string_view text, bool from_script) {
   if (text.starts_with("ERR unknown command") || text.starts_with("ERR unknown subcommand")) {
     return errc::command_unavailable;
   }
-  if (starts("LOADING") || starts("BUSY") || starts("MASTERDOWN") || starts("TRYAGAIN")) {
+  // A cluster node: the key's slot is served elsewhere, or is being migrated (nothing ran).
+  if (starts("MOVED") || starts("ASK") || starts("CROSSSLOT")) return errc::cluster_redirect;
+  // CLUSTERDOWN: the cluster cannot serve the slot right now (a failover, or no node serves
+  // it); like MASTERDOWN, it may pass.
+  if (starts("LOADING") || starts("BUSY") || starts("MASTERDOWN") || starts("TRYAGAIN") ||
+      starts("CLUSTERDOWN")) {
     return errc::server_busy;
   }
   // maxclients: the server closes this connection; one may be free on a later attempt.

@@ -450,6 +450,9 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
         o->last_error = r.ec;
         o->last_error_detail = std::move(detail);
       }
+      // Another cluster node serves the lock's slot: this attempt did not run, and a leave or
+      // undo sent here would be redirected as well (see acquire_fsm::on_reply).
+      if (r.ec == errc::cluster_redirect) o->enqueued = false;
       // A resent attempt's lease starts at its own send time, not the first attempt's.
       if (sent_at != clock::time_point{}) o->sent_at = sent_at;
       if (server_ms >= 0) {

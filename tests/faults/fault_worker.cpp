@@ -158,6 +158,8 @@ std::string code_name(std::error_code ec) {
       return "read_only";
     case rlock::errc::command_unavailable:
       return "command_unavailable";
+    case rlock::errc::cluster_redirect:
+      return "cluster_redirect";
   }
   return ec.message();
 }

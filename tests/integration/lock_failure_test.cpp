@@ -176,6 +176,68 @@ TEST(lock_failure, a_server_without_evalsha_is_named_as_such_and_left_untouched)
   EXPECT_EQ(server.cli({"DBSIZE"}), "0");
 }
 
+// A Redis Cluster node given as the server (this release follows no redirection): locks whose
+// slot that node serves work as on a single server, since a lock's keys share its name's slot;
+// a lock whose slot another node serves fails on its first attempt with
+// errc::cluster_redirect, the MOVED reply naming the node that serves it, instead of a script
+// error or a retry until the deadline; and nothing is written on either node.
+TEST(lock_failure, a_cluster_node_serves_its_own_slots_and_names_the_node_of_the_others) {
+  redis_server a(server_options{.cluster = true});
+  redis_server b(server_options{.cluster = true});
+  a.cli({"CLUSTER", "ADDSLOTSRANGE", "0", "8191"});
+  b.cli({"CLUSTER", "ADDSLOTSRANGE", "8192", "16383"});
+  a.cli({"CLUSTER", "MEET", "127.0.0.1", std::to_string(b.port()),
+         std::to_string(b.cluster_bus_port())});
+  const auto all_slots_served = [](const redis_server& s) {
+    return s.cli({"CLUSTER", "INFO"}).find("cluster_state:ok") != std::string::npos;
+  };
+  ASSERT_TRUE(wait_until([&] { return all_slots_served(a) && all_slots_served(b); }, 20s))
+      << a.cli({"CLUSTER", "NODES"});
+  std::string here;   // a name whose slot `a` serves
+  std::string there;  // and one whose slot `b` serves
+  for (int i = 0; here.empty() || there.empty(); ++i) {
+    const std::string n = "cluster-lock-" + std::to_string(i);
+    std::string& slot_of_n = std::stoi(a.cli({"CLUSTER", "KEYSLOT", n})) < 8192 ? here : there;
+    if (slot_of_n.empty()) slot_of_n = n;
+  }
+  client c(config_for(a));
+
+  // Held, waited for in the queue, handed over with its message, released.
+  lock mine = c.get_lock(here);
+  ASSERT_TRUE(mine.try_lock());
+  EXPECT_EQ(a.cli({"EXISTS", here}), "1");
+  auto waiter = try_lock_then_unlock_async(mine, 10s);
+  ASSERT_TRUE(wait_until([&] { return zcard(a, "rlock_queue:{" + here + "}") == 1; }, 5s));
+  mine.unlock_or_throw();
+  EXPECT_TRUE(waiter.get());
+  EXPECT_EQ(a.cli({"EXISTS", here}), "0");
+
+  lock theirs = c.get_lock(there);
+  for (const bool wait : {false, true}) {
+    const long before = evalsha_calls(a);
+    try {
+      if (wait) {
+        theirs.lock();
+      } else {
+        (void)theirs.try_lock(5s);
+      }
+      FAIL() << "locked a key of another node's slot";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::cluster_redirect) << e.what();
+      const std::string what = e.what();
+      EXPECT_NE(what.find("MOVED"), std::string::npos) << what;
+      EXPECT_NE(what.find("127.0.0.1:" + std::to_string(b.port())), std::string::npos) << what;
+    }
+    EXPECT_EQ(evalsha_calls(a) - before, 1) << "the redirection is neither retried nor undone";
+  }
+  // Left on `a`: only the hand-off unlock's latch, which expires by itself (lock.hpp).
+  for (const auto& key : a.cli_reply({"KEYS", "*"}).elements) {
+    EXPECT_TRUE(key.str.starts_with("redisson_unlock_latch:{" + here + "}:")) << key.str;
+    EXPECT_GT(a.cli_reply({"PTTL", key.str}).integer, 0) << key.str;
+  }
+  EXPECT_EQ(b.cli({"DBSIZE"}), "0") << b.cli({"KEYS", "*"});
+}
+
 TEST(lock_failure, a_generic_server_error_reaches_what_with_the_servers_text) {
   // MISCONF: the server refuses writes after a failed snapshot.
   temp_dir data("rlock-misconf");

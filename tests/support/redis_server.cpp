@@ -134,6 +134,11 @@ redis_server::redis_server(server_options options)
   const auto deadline = clock_type::now() + start_timeout;
   for (int attempt = 1;; ++attempt) {
     port_ = pick_free_port();
+    if (options_.cluster) {
+      do {
+        bus_port_ = pick_free_port();
+      } while (bus_port_ == port_);
+    }
     write_config();
     if (start_once(deadline) == start_result::ready) return;
     if (attempt == max_start_attempts) {
@@ -197,6 +202,11 @@ void redis_server::write_config() const {
     conf << "appendonly no\n";
   }
   conf << "enable-debug-command local\n";
+  if (options_.cluster) {
+    conf << "cluster-enabled yes\n";
+    conf << "cluster-config-file nodes.conf\n";  // in dir
+    conf << "cluster-port " << bus_port_ << "\n";
+  }
   if (!options_.requirepass.empty()) conf << "requirepass " << quote(options_.requirepass) << "\n";
   for (const auto& rule : options_.acl_users) conf << "user " << rule << "\n";
   conf.flush();

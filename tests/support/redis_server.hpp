@@ -56,6 +56,9 @@ struct server_options {
   std::vector<std::string> acl_users{};
   // "NAME=value" entries added to the server's environment, e.g. clock_shift::env().
   std::vector<std::string> extra_env{};
+  // A Redis Cluster node (cluster-enabled yes), its cluster bus on another free port
+  // (cluster_bus_port()). It serves no slot until given some (CLUSTER ADDSLOTSRANGE).
+  bool cluster = false;
 };
 
 class redis_server {
@@ -68,6 +71,8 @@ class redis_server {
   redis_server& operator=(redis_server&&) = delete;
 
   std::uint16_t port() const { return port_; }
+  // The cluster bus's port (options().cluster), 0 otherwise.
+  std::uint16_t cluster_bus_port() const { return bus_port_; }
   std::string host() const { return "127.0.0.1"; }
   // "redis://127.0.0.1:PORT", or "rediss://127.0.0.1:PORT" for a TLS server.
   std::string url() const;
@@ -121,6 +126,7 @@ class redis_server {
   server_options options_;
   temp_dir dir_;  // declared before process_: removed only after the server is dead
   std::uint16_t port_ = 0;
+  std::uint16_t bus_port_ = 0;
   tls_files tls_;
   std::unique_ptr<child_process> process_;
   bool paused_ = false;

@@ -19,7 +19,7 @@ using rlock::errc;
 std::vector<errc> all_errc() {
   std::vector<errc> v;
   for (int i = static_cast<int>(errc::invalid_argument);
-       i <= static_cast<int>(errc::command_unavailable); ++i) {
+       i <= static_cast<int>(errc::cluster_redirect); ++i) {
     v.push_back(static_cast<errc>(i));
   }
   return v;
@@ -50,6 +50,7 @@ TEST(error, values_are_stable_and_start_at_one) {
   EXPECT_EQ(static_cast<int>(errc::subscription_timeout), 22);
   EXPECT_EQ(static_cast<int>(errc::read_only), 23);
   EXPECT_EQ(static_cast<int>(errc::command_unavailable), 24);
+  EXPECT_EQ(static_cast<int>(errc::cluster_redirect), 25);
 }
 
 TEST(error, category_name_is_rlock) {

@@ -309,6 +309,13 @@ TEST(classify_server_error, maps_error_prefixes) {
       {"ERR Error running script (call to f_1234): @user_script:1: user_script:1: oops",
        errc::server_error, errc::script_error},
       {"READONLY You can't write against a read only replica.", errc::read_only, errc::read_only},
+      {"MOVED 12539 127.0.0.1:7001", errc::cluster_redirect, errc::cluster_redirect},
+      {"ASK 12539 127.0.0.1:7001", errc::cluster_redirect, errc::cluster_redirect},
+      {"CROSSSLOT Keys in request don't hash to the same slot", errc::cluster_redirect,
+       errc::cluster_redirect},
+      {"CLUSTERDOWN Hash slot not served", errc::server_busy, errc::server_busy},
+      {"CLUSTERDOWN The cluster is down", errc::server_busy, errc::server_busy},
+      {"ASKING is not a redirection", errc::server_error, errc::script_error},
       {"READONLY You can't write against a read only replica. script: 30ada88aea1b8902e826c526eb"
        "aa64270516b3ec, on @user_script:1.",
        errc::read_only, errc::read_only},

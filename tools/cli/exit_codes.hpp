@@ -41,8 +41,9 @@ inline constexpr int signal_base = 128;
 }  // namespace exit_codes
 
 /// The exit status for a failure the library reported: unavailable for connection, timeout,
-/// authentication and TLS failures; data_error for wrong_type; no_permission for NOPERM;
-/// software for everything else.
+/// authentication and TLS failures, and for servers that cannot serve the lock (a read-only
+/// replica, scripting disabled, a cluster node of another slot); data_error for wrong_type;
+/// no_permission for NOPERM; software for everything else.
 int exit_code_for(std::error_code ec) noexcept;
 
 }  // namespace rlock::cli
