@@ -22,7 +22,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 constexpr std::size_t max_samples = 20'000;
-constexpr auto warm_up = std::chrono::milliseconds(200);
+constexpr auto uncontended_warm_up = std::chrono::milliseconds(200);
 
 struct thread_result {
   latency_histogram histogram{};
@@ -189,9 +189,10 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
 
   std::vector<std::unique_ptr<thread_result>> results;
   std::vector<std::thread> threads;
-  const auto warm_end = clock::now() + warm_up;
+  const auto warm_end = clock::now() + uncontended_warm_up;
   const auto end = warm_end + o.duration;
-  const long long start_ns = steady_now_ns() + std::chrono::nanoseconds(warm_up).count();
+  const long long start_ns =
+      steady_now_ns() + std::chrono::nanoseconds(uncontended_warm_up).count();
   const bool async = o.api == "async";
   for (int i = 0; i < o.threads; ++i) {
     results.push_back(std::make_unique<thread_result>(0x5eed + static_cast<std::uint64_t>(i)));

@@ -29,7 +29,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr const char* footer_text =
+constexpr const char* exec_footer =
     "The command starts once the lock is held and the lock is released when it ends, also\n"
     "when it crashes. Without --lease the client's watchdog renews the lock every third of\n"
     "--watchdog-timeout while the command runs. The release waits at most twice --timeout\n"
@@ -139,7 +139,7 @@ CLI::App* add_exec_command(CLI::App& app, exec_options& opts) {
   sub->add_flag("-v,--verbose", opts.verbose,
                 "Report progress on stderr also when it is not a terminal");
   add_connection_options(*sub, opts.connection);
-  sub->footer(footer_text);
+  sub->footer(exec_footer);
   return sub;
 }
 

@@ -15,7 +15,7 @@
 namespace rlock::cli {
 namespace {
 
-constexpr const char* footer_text =
+constexpr const char* force_unlock_footer =
     "Output: \"released\" if a lock was there, \"no lock\" otherwise. Right after a release it\n"
     "reads the lock again and says who holds it now: \"released; now held by <owner>\".\n"
     "\"released\" does not mean free: if rlock exec processes are queued for the lock, the\n"
@@ -110,7 +110,7 @@ CLI::App* add_force_unlock_command(CLI::App& app, force_unlock_options& opts) {
   sub->add_option("name", opts.name, "Lock name")->required()->type_name("NAME");
   sub->add_flag("--json", opts.json, "Print one JSON object (fields below)");
   add_connection_options(*sub, opts.connection);
-  sub->footer(footer_text);
+  sub->footer(force_unlock_footer);
   return sub;
 }
 

@@ -13,7 +13,7 @@
 namespace rlock::cli {
 namespace {
 
-constexpr const char* footer_text =
+constexpr const char* status_footer =
     "Output (--json: one object on one line; the fields are stable and always present):\n"
     "  name       the lock name as given\n"
     "  key        the Redis key\n"
@@ -100,7 +100,7 @@ CLI::App* add_status_command(CLI::App& app, status_options& opts) {
   sub->add_option("name", opts.name, "Lock name")->required()->type_name("NAME");
   sub->add_flag("--json", opts.json, "Print one JSON object (fields below)");
   add_connection_options(*sub, opts.connection);
-  sub->footer(footer_text);
+  sub->footer(status_footer);
   return sub;
 }
 
