@@ -37,8 +37,8 @@ inline constexpr std::chrono::seconds hang_limit{30};
 /// and the CPU work that no deadline can cut short (building a command of 1 or 32 MiB, copying
 /// it into fresh memory). A sanitizer build slows that work by its documented factor:
 /// RLOCK_SANITIZER_SLOWDOWN, set by cmake/sanitizers.cmake (5 under ThreadSanitizer, whose
-/// shadow memory makes every large copy fault in four times its size; 1 otherwise). The normal
-/// and AddressSanitizer builds check these bounds at factor 1.
+/// shadow memory is updated and faulted in for every large copy; 1 otherwise). The normal and
+/// AddressSanitizer builds check these bounds at factor 1.
 inline constexpr std::chrono::milliseconds slack{500 * RLOCK_SANITIZER_SLOWDOWN};
 
 /// The longest a request that never reaches the server may take: every attempt waits at most
