@@ -6,6 +6,11 @@ Redisson-style acquire script on spread keys (`-r`, `__rand_int__`) at `-c 1 -P 
 and `-c 50 -P 16` (ops/s), and at `-P 16` the server main thread's CPU time per EVALSHA (INFO
 cpu before and after). Every run is bounded by a timeout; a failed run raises.
 
+`measure_bare_blocking(binary, port, threads, seconds)` runs bench/bare_blocking.cpp (the build's
+bench/rlock_bare_blocking): threads that each wait on a futex for their reply from one I/O
+thread, the ceiling's script for both calls of a cycle, no lock library; cycles/s and CPU per
+cycle of client and server.
+
 `measure_handoff_floor(binary, port, gap_us, quick)` runs bench/handoff_floor.cpp (the build's
 bench/rlock_handoff_floor, found next to the rlock binary by `find_handoff_floor`): the wake-up of
 one single-threaded hiredis process by another through this server, after `gap_us` idle, for a
@@ -67,13 +72,34 @@ def measure_ceilings(port, quick):
     return result
 
 
-def find_handoff_floor(rlock_binary):
-    """The build's bench/rlock_handoff_floor next to <build>/tools/cli/rlock, or None."""
+def find_bench_tool(rlock_binary, name):
+    """The build's bench/<name> next to <build>/tools/cli/rlock, or None."""
     if not rlock_binary:
         return None
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(rlock_binary))))
-    path = os.path.join(build, "bench", "rlock_handoff_floor")
+    path = os.path.join(build, "bench", name)
     return path if os.access(path, os.X_OK) else None
+
+
+def find_handoff_floor(rlock_binary):
+    """The build's bench/rlock_handoff_floor, or None."""
+    return find_bench_tool(rlock_binary, "rlock_handoff_floor")
+
+
+def find_bare_blocking(rlock_binary):
+    """The build's bench/rlock_bare_blocking, or None."""
+    return find_bench_tool(rlock_binary, "rlock_bare_blocking")
+
+
+def measure_bare_blocking(binary, port, threads, seconds):
+    """bench/bare_blocking.cpp against this server: `threads` threads that each wait on a futex
+    for their reply from one I/O thread, the ceiling's script, no lock library. Its JSON."""
+    argv = [binary, "--port", str(port), "--threads", str(threads), "--duration",
+            str(int(seconds * 1000)), "--json"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    if out.returncode != 0:
+        raise RuntimeError("%s failed: %s" % (" ".join(argv), out.stderr.strip()))
+    return json.loads(out.stdout)
 
 
 def measure_handoff_floor(binary, port, gap_us, quick):

@@ -132,6 +132,32 @@ def _server_limit(results):
                                  _f(best["cycles_per_s"])), ""]
 
 
+def _bare_blocking(results):
+    """The bare blocking client of this run, and rlock's blocking 32-thread row against it."""
+    bare = results.get("bare_blocking")
+    if not bare:
+        return []
+    target = results["ceilings"]["evalsha_c50_p16"]["rps"] / 2
+    text = ("The bare blocking client (`rlock_bare_blocking`, bench/bare_blocking.cpp, same run): "
+            "%d threads that each wait on a futex for their reply from one I/O thread, the "
+            "ceiling's script for both calls of a cycle, no lock library and no polling: what a "
+            "blocking API pays here for its thread hand-offs and nothing else. It ran %s "
+            "cycles/s (%.2fx of the target's evalsha c50 p16/2) at %.1f µs of client CPU and "
+            "%.2f context switches per cycle (server %.1f µs)." % (
+                bare["threads"], _f(bare["cycles_per_s"]), bare["cycles_per_s"] / target,
+                bare["client_cpu_us_per_cycle"], bare["context_switches_per_cycle"],
+                bare["server_cpu_us_per_cycle"]))
+    rows = [r for r in _rlock_rows(results, "uncontended")
+            if r["threads"] == bare["threads"] and r.get("api", "blocking") == "blocking"]
+    if rows:
+        r = rows[0]
+        text += (" rlock's blocking row (%s) ran %.2f of its cycles/s at %s µs of client CPU per "
+                 "cycle, with its lock's own work (hash, lease, unlock latch, watchdog) on top." % (
+                     compare_rlock.variant(r), r["cycles_per_s"] / bare["cycles_per_s"],
+                     _f(_non_negative(r.get("client_cpu_us_per_cycle")), 1)))
+    return [text, ""]
+
+
 def _fairness_and_requests_targets(r):
     """(least fairness, most client requests per acquisition) for a contended row."""
     if r.get("library") == "rlock" and r.get("mode") == "queued":
@@ -478,6 +504,7 @@ def write_report(path, results, plots):
         lines += ["## Uncontended, %d thread%s" % (threads, "s" if threads > 1 else ""), ""]
         lines += _uncontended(rows, results["ceilings"], threads)
     lines += _server_limit(results)
+    lines += _bare_blocking(results)
     lines += ["## Contended: %d processes, one lock, %d µs hold" % (
         results.get("processes", 8), results.get("hold_us", 1000)), ""]
     lines += _contended(results["contended"], _floor_us(results))

@@ -2,7 +2,8 @@
 
 `run(quick, rlock_path, out_dir, repo, notes)` starts the private server, measures the ceilings (and
 the machine's hand-off floor, with the rlock binary's build's rlock_handoff_floor), runs
-rlock's scenarios and the peers', the accounting passes, a perf profile of each rlock scenario
+rlock's scenarios and the peers' (with 32 threads also the bare blocking client,
+rlock_bare_blocking), the accounting passes, a perf profile of each rlock scenario
 that missed a target, and writes the report, the plots and the raw JSON. Returns the exit status:
 0; 1 if an rlock invariant failed (printed); 2 if a part could not be run (printed, and noted in
 the report).
@@ -67,6 +68,16 @@ def _uncontended_phase(binary, port, d, results):
                            lambda o=options: results["uncontended"].append(
                                compare_rlock.run_scenario(binary, port, "uncontended", o,
                                                           seconds)))
+        bare = compare_ceilings.find_bare_blocking(binary) if threads > 1 else None
+        if bare:
+            # What the wake-ups of blocking threads cost here, next to rlock's blocking row.
+            ok &= _attempt(results, "bare blocking client, %d threads" % threads,
+                           lambda b=bare, t=threads: results.update(
+                               bare_blocking=compare_ceilings.measure_bare_blocking(
+                                   b, port, t, seconds)))
+        elif threads > 1 and binary:
+            results["notes"].append("not measured: the bare blocking client (no "
+                                    "rlock_bare_blocking next to the rlock binary's build)")
         for peer in compare_peers.PEERS:
             ok &= _attempt(results, "%s uncontended, %d workers" % (peer[2], threads),
                            lambda p=peer, t=threads: results["uncontended"].append(

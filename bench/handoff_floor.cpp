@@ -46,10 +46,15 @@
 #include <thread>
 #include <vector>
 
+#include "hiredis_session.hpp"
 #include "throwaway_server.hpp"
 
 namespace {
 
+using rlock::bench::command;
+using rlock::bench::connect;
+using rlock::bench::context_ptr;
+using rlock::bench::reply_ptr;
 using clock_type = std::chrono::steady_clock;  // CLOCK_MONOTONIC: one clock for both processes
 
 constexpr const char* channel = "rlock-floor:{f}:waiter";
@@ -59,7 +64,6 @@ constexpr const char* handoff_script =
     "redis.call('pexpire', KEYS[1], 30000) "
     "redis.call('publish', KEYS[2], ARGV[2]) "
     "return 1";
-constexpr timeval io_timeout{5, 0};
 
 void futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value) {
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op, value, nullptr, nullptr, 0);
@@ -68,39 +72,6 @@ void futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value) {
 long long now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
       .count();
-}
-
-struct context_deleter {
-  void operator()(redisContext* c) const { redisFree(c); }
-};
-using context_ptr = std::unique_ptr<redisContext, context_deleter>;
-struct reply_deleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
-
-context_ptr connect(int port) {
-  context_ptr c(redisConnectWithTimeout("127.0.0.1", port, io_timeout));
-  if (!c || c->err != 0) {
-    throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port) + ": " +
-                             (c ? c->errstr : "out of memory"));
-  }
-  redisSetTimeout(c.get(), io_timeout);
-  return c;
-}
-
-reply_ptr command(redisContext* c, const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  reply_ptr r(static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
-  if (!r) throw std::runtime_error(args[0] + " failed: " + c->errstr);
-  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(args[0] + ": " + r->str);
-  return r;
 }
 
 bool write_all(int fd, const void* data, std::size_t n) {
