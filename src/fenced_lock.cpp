@@ -27,7 +27,7 @@ fenced_lock::fenced_lock(reentrant_lock lock)
     : lock_(std::move(lock)), token_key_(detail::token_key(lock_.key())) {}
 
 void fenced_lock::start_acquire(std::uint64_t owner, acquire_options o, token_callback cb,
-                                bool blocking) {
+                                bool blocking, bool posted) {
   // The token step's bound: the end of the wait (none: a wait without end). A single attempt
   // has no wait; its token step gets one request timeout, as its acquire did.
   const clock::time_point deadline =
@@ -43,7 +43,7 @@ void fenced_lock::start_acquire(std::uint64_t owner, acquire_options o, token_ca
         }
         self.issue_token(owner, deadline, why, blocking, std::move(cb));
       },
-      blocking);
+      blocking, posted);
 }
 
 void fenced_lock::issue_token(std::uint64_t owner, clock::time_point deadline,
@@ -97,13 +97,14 @@ std::optional<fencing_token> fenced_lock::acquire(const acquire_options& opts) {
   std::string why;  // written before the callback runs, read after take()
   acquire_options o = opts;
   o.error_detail = &why;
+  detail::blocking_plan plan(lock_.spin());
   start_acquire(
       this_thread_owner_id(), std::move(o),
       [&w](std::error_code ec, std::optional<fencing_token> t) {
         w.set({ec, t});
       },
-      true);
-  auto r = w.take(lock_.spin(), &detail::connection::poll_replies_of_this_thread);
+      true, !plan.on_caller());
+  auto r = w.take(plan, &detail::connection::poll_replies_of_this_thread);
   if (r.ec) {
     if (opts.error_detail != nullptr && !why.empty()) *opts.error_detail = why;
     throw error(r.ec, detail::context_with("fenced lock '" + name() + "'", why));

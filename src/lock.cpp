@@ -72,7 +72,7 @@ void reentrant_lock::check_blocking_allowed() const {
 // ---- async starts ----
 
 void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
-                                   bool blocking) {
+                                   bool blocking, bool posted) {
   if (o.lease && (*o.lease > max_lease)) {
     detail::post_or_complete_closed(svc_->engine()->io(), [cb = std::move(cb)] {
       cb(make_error_code(errc::invalid_argument), false);
@@ -92,12 +92,30 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   }
   r.stop = std::move(o.stop);
   r.error_detail = o.error_detail;
-  r.completes_on_caller = blocking;
+  // A posted call's reply is read by the I/O thread, which runs its completion too: a polling
+  // caller that read it would handle this lock's state on its own core (blocking.hpp).
+  r.completes_on_caller = blocking && !posted;
+  if (posted) {
+    detail::post_or_complete_closed(svc_->engine()->io(),
+                                    [svc = svc_, r = std::move(r), cb = std::move(cb)]() mutable {
+                                      svc->acquire(std::move(r), std::move(cb));
+                                    });
+    return;
+  }
   svc_->acquire(std::move(r), std::move(cb));
 }
 
 void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb, std::string* error_detail,
-                                  bool blocking) {
+                                  bool blocking, bool posted) {
+  if (posted) {
+    detail::post_or_complete_closed(
+        svc_->engine()->io(),
+        [svc = svc_, key = key_, owner, cb = std::move(cb), error_detail]() mutable {
+          // Completed where its reply is read, the I/O thread (as a posted acquire).
+          svc->unlock(key, owner, std::move(cb), error_detail, false);
+        });
+    return;
+  }
   svc_->unlock(key_, owner, std::move(cb), error_detail, blocking);
 }
 
@@ -165,13 +183,14 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
   std::string why;  // written before the callback runs, read after take()
   acquire_options o = opts;
   o.error_detail = &why;
+  detail::blocking_plan plan(spin());
   start_acquire(
       this_thread_owner_id(), std::move(o),
       [&w](std::error_code ec, bool ok) {
         w.set({ec, ok});
       },
-      true);
-  auto r = w.take(spin(), &detail::connection::poll_replies_of_this_thread);
+      true, !plan.on_caller());
+  auto r = w.take(plan, &detail::connection::poll_replies_of_this_thread);
   if (r.ec) {
     if (opts.error_detail != nullptr && !why.empty()) *opts.error_detail = why;
     throw error(r.ec, detail::context_with("lock '" + name_ + "'", why));
@@ -220,9 +239,11 @@ std::error_code reentrant_lock::release(std::string* why) noexcept {
   // blocking API (a blocking acquire there is refused), so there is nothing to release either.
   if (svc_->engine()->on_io_thread()) return make_error_code(errc::invalid_argument);
   detail::blocking_result<std::error_code> w;
+  detail::blocking_plan plan(spin());
   start_unlock(
-      this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, why, true);
-  return w.take(spin(), &detail::connection::poll_replies_of_this_thread);
+      this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, why, true,
+      !plan.on_caller());
+  return w.take(plan, &detail::connection::poll_replies_of_this_thread);
 }
 
 void reentrant_lock::unlock() noexcept {

@@ -100,18 +100,15 @@ struct config {
   /// socket itself, so the reply is taken as it lands, with no thread woken (a GET 1 ms after
   /// the previous one: p50 72-83 µs against 117-166 µs through the I/O thread, on a 2-core VM).
   /// Otherwise the poll yields the CPU between looks, so the I/O thread can run on the poller's
-  /// core. Polling saves
-  /// the wake-up of a sleeping thread (measured: loopback PING p50 halves on a 2-core VM) at the
-  /// price of up to this much CPU time per blocking call. At most half the machine's cores'
-  /// worth of threads poll at once; the rest sleep at once. While half of a process's latest
-  /// 16 polls miss (a loaded machine, a distant server), its blocking calls sleep at once for a
-  /// while. 0 turns polling off. (100 µs rather than 50: on a 2-core VM one thread's lock+unlock
-  /// p99 fell from about 0.21 ms to 0.14 ms.) With far more threads in blocking calls than cores,
-  /// polling favours throughput over the tail: the poller is served at once while the others
-  /// wait for a core. 32 threads' lock+unlock cycles on a 2-core VM, eight interleaved pairs:
-  /// 32,500-38,600/s with p99 2.8-3.4 ms polling, 29,400-36,500/s with p99 1.4-1.9 ms with no
-  /// thread polling while more than 2 were blocked (a build made for the measurement). 0 is the
-  /// better choice for such a process when its tail matters more.
+  /// core. Polling saves the wake-up of a sleeping thread (measured: loopback PING p50 halves on
+  /// a 2-core VM) at the price of up to this much CPU time per blocking call. Only a blocking
+  /// call that is the only one of the process in flight polls; while others are in flight, a
+  /// lock's blocking calls post their work to the I/O thread and every call sleeps at once
+  /// (README, Benchmarks: 32 threads' lock+unlock cycles ran 1.06-1.81x as fast, with a p99 of
+  /// 3.1-3.4 ms against 4.6-5.8 ms, on a 2-core VM). While half of a process's latest 16 polls
+  /// miss (a loaded machine, a distant server), its blocking calls sleep at once for a while.
+  /// 0 turns polling off. (100 µs rather than 50: on a 2-core VM one thread's lock+unlock p99
+  /// fell from about 0.21 ms to 0.14 ms.)
   std::chrono::microseconds blocking_spin{100};
 
   // ---- deadlines and retries ----

@@ -168,8 +168,9 @@ class fenced_lock {
  private:
   using token_callback = std::function<void(std::error_code, std::optional<fencing_token>)>;
 
+  // `blocking` and `posted`: as reentrant_lock::start_acquire's.
   void start_acquire(std::uint64_t owner, acquire_options o, token_callback cb,
-                     bool blocking = false);
+                     bool blocking = false, bool posted = false);
   /// The token step of an acquire that took a hold of `owner`: runs lock_fence.lua, bounded by
   /// `deadline` (or one request timeout from now, if later); on failure releases that hold.
   void issue_token(std::uint64_t owner, clock::time_point deadline, std::string* error_detail,

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <thread>
 #include <vector>
@@ -419,6 +421,45 @@ TEST(lock_failure, acquires_racing_shutdown_each_complete_exactly_once) {
     EXPECT_TRUE(wait_until([&] { return completed.load() >= started.load(); }, 10s))
         << completed.load() << " of " << started.load() << " completed";
     EXPECT_EQ(completed.load(), started.load());
+  }
+}
+
+// Blocking calls of many threads at once mostly post their work to the I/O thread
+// (detail::blocking_plan). Racing shutdown, each of them still returns: a call posted before the
+// client's threads end is run or refused by the drain that follows, one posted after is refused.
+TEST(lock_failure, blocking_calls_of_many_threads_racing_shutdown_each_return) {
+  redis_server server;
+  constexpr int threads = 8;
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(round);
+    client c(config_for(server));
+    (void)c.execute({"PING"});
+    std::atomic<int> cycles{0};
+    std::atomic<int> returned{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < threads; ++t) {
+      callers.emplace_back([&, t] {
+        auto l = c.get_lock("blocking-racing-shutdown-" + std::to_string(t));
+        try {
+          for (int i = 0; i < 1000000; ++i) {
+            l.lock();
+            l.unlock_or_throw();
+            cycles.fetch_add(1);
+          }
+        } catch (const error& e) {
+          EXPECT_EQ(e.code(), errc::shutdown) << e.what();
+        }
+        returned.fetch_add(1);
+      });
+    }
+    ASSERT_TRUE(wait_until([&] { return cycles.load() >= 20 * (round % 4 + 1); }, 10s));
+    c.shutdown();
+    if (!wait_until([&] { return returned.load() == threads; }, 10s)) {
+      ADD_FAILURE() << returned.load() << " of " << threads << " threads returned";
+      std::fflush(stdout);
+      std::abort();  // the others hang in a blocking call: joining them would hang the test
+    }
+    for (auto& t : callers) t.join();
   }
 }
 

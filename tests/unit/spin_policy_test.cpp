@@ -1,4 +1,5 @@
-// spin_policy and blocking_result: when a blocking call polls before it sleeps (no server).
+// spin_policy, blocking_plan and blocking_result: when a blocking call polls before it sleeps,
+// and where it starts its work (no server).
 // Each test uses a policy of its own, not the process's.
 #include <gtest/gtest.h>
 
@@ -95,6 +96,49 @@ TEST(blocking_result, take_returns_what_another_thread_set_polling_or_sleeping) 
     EXPECT_EQ(r.take(spin), 42);
     t.join();
   }
+}
+
+// The polling slots of `p` free now (takes and gives them back).
+int free_slots(spin_policy& p) {
+  int n = 0;
+  while (p.try_enter()) ++n;
+  for (int i = 0; i < n; ++i) p.leave(true);
+  return n;
+}
+
+TEST(blocking_plan, the_only_call_in_flight_starts_on_the_caller_any_other_posts) {
+  spin_policy p(2);
+  const auto spin = std::chrono::microseconds(100);
+  {
+    blocking_plan first(spin, p);
+    EXPECT_TRUE(first.on_caller()) << "no other blocking call in flight";
+    EXPECT_EQ(free_slots(p), 1) << "it took a polling slot";
+    blocking_plan second(spin, p);
+    EXPECT_FALSE(second.on_caller()) << "another call is in flight: it posts, and sleeps";
+    EXPECT_EQ(free_slots(p), 1) << "without taking a polling slot";
+  }
+  EXPECT_EQ(free_slots(p), 2) << "a plan that never polled gave its slot back as it ended";
+  // Both have ended: a call is alone again, even one that does not poll.
+  blocking_plan alone(std::chrono::microseconds(0), p);
+  EXPECT_TRUE(alone.on_caller());
+  EXPECT_EQ(free_slots(p), 2);
+}
+
+TEST(blocking_plan, take_polls_only_when_the_plan_says_so_and_gives_the_slot_back) {
+  spin_policy p(1);
+  {
+    blocking_plan plan(std::chrono::microseconds(50), p);
+    EXPECT_FALSE(p.try_enter()) << "the plan holds the only polling slot";
+    blocking_result<int> r;
+    std::thread t([&r] { r.set(7); });
+    EXPECT_EQ(r.take(plan), 7);
+    t.join();
+    EXPECT_TRUE(p.try_enter()) << "take() gave the slot back";
+    p.leave(true);
+  }
+  EXPECT_TRUE(p.try_enter()) << "and the plan's end did not give it back twice";
+  EXPECT_FALSE(p.try_enter());
+  p.leave(true);
 }
 
 }  // namespace
