@@ -103,6 +103,12 @@ struct core::attempt {
 
 namespace {
 
+// The client whose I/O thread this is, set as the thread starts; null on every other thread.
+// Thread-local rather than a look through the client's std::thread objects: those are cleared
+// by shutdown() while a blocking call on another thread may be asking (a data race that
+// ThreadSanitizer found), and a joined thread's id can be given to a new thread.
+thread_local const core* io_thread_of = nullptr;
+
 void validate(const config& c) {
   auto bad = [](const std::string& what) {
     throw error(make_error_code(errc::invalid_argument), "invalid config: " + what);
@@ -177,7 +183,10 @@ core::core(config cfg, const std::vector<const script*>& scripts)
                                  cfg_.subscription_connection_pool_size);
   node_->start();
   for (int i = 0; i < cfg_.io_threads; ++i) {
-    threads_.emplace_back([this] { io_.run(); });
+    threads_.emplace_back([this] {
+      io_thread_of = this;
+      io_.run();
+    });
   }
 }
 
@@ -190,11 +199,7 @@ std::string core::map_name(std::string_view name) const {
 }
 
 bool core::on_io_thread() const {
-  const auto me = std::this_thread::get_id();
-  for (const auto& t : threads_) {
-    if (t.get_id() == me) return true;
-  }
-  return false;
+  return io_thread_of == this;
 }
 
 void core::check_blocking_allowed() const {
