@@ -21,11 +21,10 @@
 // Without --port it starts a throwaway redis-server on a free loopback port. Bounded: the run
 // stops after --duration (at most 60 s); a reply not seen within 5 s is an error (exit 1).
 #include <hiredis/hiredis.h>
-#include <linux/futex.h>
+#include <linux/futex.h>  // FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -45,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "futex_word.hpp"
 #include "hiredis_session.hpp"
 #include "throwaway_server.hpp"
 
@@ -53,6 +53,7 @@ namespace {
 using rlock::bench::command;
 using rlock::bench::connect;
 using rlock::bench::context_ptr;
+using rlock::bench::futex;
 using rlock::bench::reply_ptr;
 
 // bench/compare_ceilings.py's ACQUIRE_SCRIPT (the ceiling's), byte for byte.
@@ -91,10 +92,6 @@ struct call {
   std::string bytes;  // the formatted command
   bool ok = false;    // the reply was the script's (nil or a TTL)
 };
-
-void futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value) {
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op, value, nullptr, nullptr, 0);
-}
 
 /// One connection driven by one I/O thread; any thread may submit().
 class io_thread {

@@ -23,9 +23,8 @@
 // 100,000 hand-offs per command, every read times out after 5 s (a lost message is an error,
 // exit 1), and the waiter dies with this process.
 #include <hiredis/hiredis.h>
-#include <linux/futex.h>
+#include <linux/futex.h>  // FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "futex_word.hpp"
 #include "hiredis_session.hpp"
 #include "throwaway_server.hpp"
 
@@ -54,6 +54,7 @@ namespace {
 using rlock::bench::command;
 using rlock::bench::connect;
 using rlock::bench::context_ptr;
+using rlock::bench::futex;
 using rlock::bench::reply_ptr;
 using clock_type = std::chrono::steady_clock;  // CLOCK_MONOTONIC: one clock for both processes
 
@@ -64,10 +65,6 @@ constexpr const char* handoff_script =
     "redis.call('pexpire', KEYS[1], 30000) "
     "redis.call('publish', KEYS[2], ARGV[2]) "
     "return 1";
-
-void futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value) {
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op, value, nullptr, nullptr, 0);
-}
 
 long long now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
