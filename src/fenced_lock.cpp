@@ -27,7 +27,7 @@ fenced_lock::fenced_lock(reentrant_lock lock)
     : lock_(std::move(lock)), token_key_(detail::token_key(lock_.key())) {}
 
 void fenced_lock::start_acquire(std::uint64_t owner, acquire_options o, token_callback cb,
-                                bool blocking, bool posted) {
+                                detail::call_mode mode) {
   // The token step's bound: the end of the wait (none: a wait without end). A single attempt
   // has no wait; its token step gets one request timeout, as its acquire did.
   const clock::time_point deadline =
@@ -35,19 +35,20 @@ void fenced_lock::start_acquire(std::uint64_t owner, acquire_options o, token_ca
   std::string* const why = o.error_detail;
   lock_.start_acquire(
       owner, std::move(o),
-      [self = *this, owner, deadline, why, blocking, cb = std::move(cb)](std::error_code ec,
-                                                                         bool acquired) mutable {
+      [self = *this, owner, deadline, why, mode, cb = std::move(cb)](std::error_code ec,
+                                                                     bool acquired) mutable {
         if (ec || !acquired) {
           cb(ec, std::nullopt);
           return;
         }
-        self.issue_token(owner, deadline, why, blocking, std::move(cb));
+        self.issue_token(owner, deadline, why, mode, std::move(cb));
       },
-      blocking, posted);
+      mode);
 }
 
 void fenced_lock::issue_token(std::uint64_t owner, clock::time_point deadline,
-                              std::string* error_detail, bool blocking, token_callback cb) {
+                              std::string* error_detail, detail::call_mode mode,
+                              token_callback cb) {
   const auto& engine = lock_.svc_->engine();
   const std::string field = lock_.svc_->owner_field(owner);
   const std::string_view keys[] = {lock_.key(), token_key_};
@@ -57,7 +58,7 @@ void fenced_lock::issue_token(std::uint64_t owner, clock::time_point deadline,
   eo.idempotent = true;
   eo.route_key = lock_.key();
   eo.deadline = std::max(deadline, clock::now() + engine->cfg().timeout);
-  eo.completes_on_caller = blocking;
+  eo.completes_on_caller = mode == detail::call_mode::blocking_on_caller;
   engine->eval(
       detail::lock_fence_script(), keys, args, eo,
       [self = *this, owner, error_detail, cb = std::move(cb)](detail::exec_result r) mutable {
@@ -103,7 +104,7 @@ std::optional<fencing_token> fenced_lock::acquire(const acquire_options& opts) {
       [&w](std::error_code ec, std::optional<fencing_token> t) {
         w.set({ec, t});
       },
-      true, !plan.on_caller());
+      plan.mode());
   auto r = w.take(plan, &detail::connection::poll_replies_of_this_thread);
   if (r.ec) {
     if (opts.error_detail != nullptr && !why.empty()) *opts.error_detail = why;

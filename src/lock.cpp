@@ -72,7 +72,7 @@ void reentrant_lock::check_blocking_allowed() const {
 // ---- async starts ----
 
 void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
-                                   bool blocking, bool posted) {
+                                   detail::call_mode mode) {
   if (o.lease && (*o.lease > max_lease)) {
     detail::post_or_complete_closed(svc_->engine()->io(), [cb = std::move(cb)] {
       cb(make_error_code(errc::invalid_argument), false);
@@ -94,8 +94,8 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   r.error_detail = o.error_detail;
   // A posted call's reply is read by the I/O thread, which runs its completion too: a polling
   // caller that read it would handle this lock's state on its own core (blocking.hpp).
-  r.completes_on_caller = blocking && !posted;
-  if (posted) {
+  r.completes_on_caller = mode == detail::call_mode::blocking_on_caller;
+  if (mode == detail::call_mode::blocking_posted) {
     detail::post_or_complete_closed(svc_->engine()->io(),
                                     [svc = svc_, r = std::move(r), cb = std::move(cb)]() mutable {
                                       svc->acquire(std::move(r), std::move(cb));
@@ -106,8 +106,8 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
 }
 
 void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb, std::string* error_detail,
-                                  bool blocking, bool posted) {
-  if (posted) {
+                                  detail::call_mode mode) {
+  if (mode == detail::call_mode::blocking_posted) {
     detail::post_or_complete_closed(
         svc_->engine()->io(),
         [svc = svc_, key = key_, owner, cb = std::move(cb), error_detail]() mutable {
@@ -116,7 +116,8 @@ void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb, std::st
         });
     return;
   }
-  svc_->unlock(key_, owner, std::move(cb), error_detail, blocking);
+  svc_->unlock(key_, owner, std::move(cb), error_detail,
+               mode == detail::call_mode::blocking_on_caller);
 }
 
 void reentrant_lock::start_force_unlock(callback<bool> cb, std::string* error_detail) {
@@ -189,7 +190,7 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
       [&w](std::error_code ec, bool ok) {
         w.set({ec, ok});
       },
-      true, !plan.on_caller());
+      plan.mode());
   auto r = w.take(plan, &detail::connection::poll_replies_of_this_thread);
   if (r.ec) {
     if (opts.error_detail != nullptr && !why.empty()) *opts.error_detail = why;
@@ -241,8 +242,7 @@ std::error_code reentrant_lock::release(std::string* why) noexcept {
   detail::blocking_result<std::error_code> w;
   detail::blocking_plan plan(spin());
   start_unlock(
-      this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, why, true,
-      !plan.on_caller());
+      this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, why, plan.mode());
   return w.take(plan, &detail::connection::poll_replies_of_this_thread);
 }
 

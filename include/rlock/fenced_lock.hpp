@@ -168,13 +168,13 @@ class fenced_lock {
  private:
   using token_callback = std::function<void(std::error_code, std::optional<fencing_token>)>;
 
-  // `blocking` and `posted`: as reentrant_lock::start_acquire's.
+  // `mode`: as reentrant_lock::start_acquire's.
   void start_acquire(std::uint64_t owner, acquire_options o, token_callback cb,
-                     bool blocking = false, bool posted = false);
+                     detail::call_mode mode = detail::call_mode::async);
   /// The token step of an acquire that took a hold of `owner`: runs lock_fence.lua, bounded by
   /// `deadline` (or one request timeout from now, if later); on failure releases that hold.
   void issue_token(std::uint64_t owner, clock::time_point deadline, std::string* error_detail,
-                   bool blocking, token_callback cb);
+                   detail::call_mode mode, token_callback cb);
   void start_token(std::function<void(std::error_code, fencing_token)> cb);
 
   reentrant_lock lock_;

@@ -127,6 +127,7 @@
 #include <system_error>
 #include <type_traits>
 
+#include "rlock/detail/call_mode.hpp"
 #include "rlock/detail/handler_dispatch.hpp"
 #include "rlock/detail/saturating_duration.hpp"
 #include "rlock/error.hpp"
@@ -431,14 +432,12 @@ class reentrant_lock {
   // `error_detail`, when given, receives the text of the reply that explains a failure (the
   // server's error reply, or the transport's reason) before `cb` runs; the blocking API puts
   // it in what(). (start_acquire takes it in acquire_options.)
-  // `blocking`: the caller waits on this thread, and may read its reply and complete the call
-  // there (see detail::connection::poll_replies). `posted`: the call's work starts on one of the
-  // client's I/O threads, not on this one (detail::blocking_plan); a wait's deadline still
-  // counts from this call.
+  // `mode`: where the call's work runs and completes (detail::call_mode); the blocking API's
+  // calls take the mode their detail::blocking_plan chose.
   void start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
-                     bool blocking = false, bool posted = false);
+                     detail::call_mode mode = detail::call_mode::async);
   void start_unlock(std::uint64_t owner, void_callback cb, std::string* error_detail = nullptr,
-                    bool blocking = false, bool posted = false);
+                    detail::call_mode mode = detail::call_mode::async);
   void start_force_unlock(callback<bool> cb, std::string* error_detail = nullptr);
   void start_is_locked(callback<bool> cb);
   void start_hold_count(std::uint64_t owner, callback<long long> cb);
