@@ -41,9 +41,11 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "cli/bench_server_cpu.hpp"
 #include "futex_word.hpp"
 #include "hiredis_session.hpp"
 #include "throwaway_server.hpp"
@@ -70,17 +72,11 @@ constexpr int reply_timeout_ms = 5000;
   std::_Exit(1);
 }
 
-/// The server main thread's CPU seconds so far (Redis 7's INFO cpu).
+/// The server main thread's CPU seconds so far (INFO cpu; the whole process on servers before
+/// Redis 7), or negative when the server reports neither.
 double server_cpu_s(redisContext* c) {
   const reply_ptr r = command(c, {"INFO", "cpu"});
-  const std::string info(r->str, r->len);
-  double total = 0;
-  for (const char* field : {"used_cpu_user_main_thread:", "used_cpu_sys_main_thread:"}) {
-    const auto at = info.find(field);
-    if (at == std::string::npos) return -1;  // an older server: not reported
-    total += std::strtod(info.c_str() + at + std::char_traits<char>::length(field), nullptr);
-  }
-  return total;
+  return rlock::cli::parse_server_cpu_seconds(std::string_view(r->str, r->len));
 }
 
 /// One blocking call's hand-over between its caller and the I/O thread.
@@ -252,6 +248,7 @@ int run(int port, int threads, int duration_ms, bool json) {
   {
     io_thread io(conn->fd);
     std::vector<std::thread> callers;
+    callers.reserve(static_cast<std::size_t>(threads));
     for (int t = 0; t < threads; ++t) {
       callers.emplace_back([&, t] {
         call c;

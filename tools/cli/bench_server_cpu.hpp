@@ -6,7 +6,8 @@
 // process (used_cpu_user + used_cpu_sys), which is used then.
 //
 // Guarantees: parse_server_cpu_seconds() returns that sum from an INFO cpu text, or a negative
-// value when neither pair is present. Pure; thread-safe.
+// value when neither pair is present. Pure; thread-safe; needs no rlock library
+// (bench_server_cpu_parse.cpp).
 #pragma once
 
 #include <string_view>
