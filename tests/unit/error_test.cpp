@@ -12,18 +12,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "all_errc.hpp"
+
 namespace {
 
 using rlock::errc;
 
-std::vector<errc> all_errc() {
-  std::vector<errc> v;
-  for (int i = static_cast<int>(errc::invalid_argument);
-       i <= static_cast<int>(errc::cluster_redirect); ++i) {
-    v.push_back(static_cast<errc>(i));
-  }
-  return v;
-}
+using rlock::test::all_errc;
 
 TEST(error, values_are_stable_and_start_at_one) {
   EXPECT_EQ(static_cast<int>(errc::invalid_argument), 1);
@@ -69,6 +64,10 @@ TEST(error, every_code_has_a_distinct_non_empty_message) {
     EXPECT_TRUE(seen.insert(m).second) << "duplicate message: " << m;
   }
   EXPECT_EQ(seen.size(), all_errc().size());
+  // all_errc() ends at the last value: one past it has no message of its own.
+  EXPECT_EQ(rlock::error_category().message(static_cast<int>(all_errc().back()) + 1), unknown)
+      << "an errc value after " << static_cast<int>(all_errc().back())
+      << ": name it in all_errc.hpp";
 }
 
 TEST(error, unknown_values_have_a_generic_message) {

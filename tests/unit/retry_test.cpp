@@ -13,6 +13,7 @@
 #include <system_error>
 #include <vector>
 
+#include "all_errc.hpp"
 #include "detail/backoff.hpp"
 #include "detail/exec_result.hpp"
 #include "detail/retry_fsm.hpp"
@@ -44,15 +45,7 @@ std::error_code ec_of(errc e) {
   return rlock::make_error_code(e);
 }
 
-// Every rlock::errc value.
-std::vector<errc> all_errc() {
-  std::vector<errc> v;
-  for (int i = static_cast<int>(errc::invalid_argument);
-       i <= static_cast<int>(errc::subscription_timeout); ++i) {
-    v.push_back(static_cast<errc>(i));
-  }
-  return v;
-}
+using rlock::test::all_errc;
 
 // ---- retry_fsm ----
 

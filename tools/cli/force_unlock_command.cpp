@@ -53,13 +53,13 @@ constexpr const char* force_unlock_footer =
     "time; 70 other server error; 77 the ACL user may not run a command force-unlock needs\n"
     "(NOPERM; with \"released\" on stdout: the lock was released, its waiters not notified).\n";
 
-struct outcome {
+struct force_unlock_outcome {
   bool released = false;
   /// The owners read right after a release ({}: free); nullopt when not read.
   std::optional<std::vector<owner_hold>> held_by{};
 };
 
-std::string to_text(const outcome& o) {
+std::string to_text(const force_unlock_outcome& o) {
   if (!o.released) return "no lock\n";
   if (!o.held_by || o.held_by->empty()) return "released\n";
   std::string out = "released; now held by ";
@@ -70,7 +70,7 @@ std::string to_text(const outcome& o) {
   return out + "\n";
 }
 
-std::string to_json(const std::string& name, const outcome& o) {
+std::string to_json(const std::string& name, const force_unlock_outcome& o) {
   std::ostringstream out;
   out << "{\"name\":" << json_quote(name) << ",\"released\":" << (o.released ? "true" : "false")
       << ",\"held_by\":";
@@ -120,7 +120,7 @@ int run_force_unlock(const force_unlock_options& opts) {
   rlock::client client = connect_checked(cfg);
   // Each step within one request timeout, whatever the library's retry budget would allow.
   const std::chrono::milliseconds bound = cfg.timeout;
-  outcome result;
+  force_unlock_outcome result;
   try {
     rlock::lock lock = client.get_lock(opts.name);
     // Redisson's forceUnlock deletes whatever the key holds: refuse to touch a non-lock key.

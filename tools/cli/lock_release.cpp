@@ -11,7 +11,7 @@
 namespace rlock::cli {
 namespace {
 
-struct outcome {
+struct release_outcome {
   std::mutex mu;
   bool done = false;
   std::error_code ec;
@@ -25,7 +25,7 @@ std::error_code release_hold(rlock::lock& lock, std::uint64_t owner,
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + bound;
   // Shared with the handler: it may run after this function has given up.
-  auto result = std::make_shared<outcome>();
+  auto result = std::make_shared<release_outcome>();
   lock.async_unlock(owner, [result](std::error_code ec) {
     std::lock_guard lk(result->mu);
     result->done = true;
