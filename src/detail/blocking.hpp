@@ -25,7 +25,7 @@
 // the others, each woken caller waking up to 2 (or 4, or 8) queued ones before it returns. The
 // I/O thread's CPU fell from 75% to 40% of a core, but 32 threads ran 26,592-30,363 cycles/s
 // (median 27,331 over 9 runs) against 27,347-29,651/s (median 28,963 over 6), with p99 3.3-4.5
-// ms against 2.2-3.4 ms: each queued caller waits for another to be scheduled first, and on 2
+// ms against 2.2-3.0 ms: each queued caller waits for another to be scheduled first, and on 2
 // cores that costs more than the wake-up it saves.
 //
 // The poll yields the CPU (sched_yield) between looks instead of spinning on it. The thread that
