@@ -36,7 +36,8 @@ enum class errc {
   /// A connection URL could not be parsed; what() says which part and why.
   invalid_url,
   /// The deadline of the operation passed before it completed. Outcome unknown if the command
-  /// was already written.
+  /// was already written. Also reported, for commands certainly not run, while a connection
+  /// whose last connect got no answer within connect_timeout waits to reconnect.
   timeout,
   /// The connection broke after the command was written and before its reply. Outcome unknown.
   connection_lost,

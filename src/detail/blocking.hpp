@@ -181,9 +181,8 @@ class blocking_plan {
   blocking_plan(const blocking_plan&) = delete;
   blocking_plan& operator=(const blocking_plan&) = delete;
 
-  /// Whether the call starts its work on the calling thread; else it posts it to the I/O thread.
-  bool on_caller() const { return on_caller_; }
-  /// The call's mode: blocking_on_caller or blocking_posted, as on_caller() says.
+  /// The call's mode: blocking_on_caller (it starts its work on the calling thread) or
+  /// blocking_posted (it posts its work to the I/O thread and sleeps).
   call_mode mode() const {
     return on_caller_ ? call_mode::blocking_on_caller : call_mode::blocking_posted;
   }

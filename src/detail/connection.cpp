@@ -294,11 +294,14 @@ void connection::submit(request r) {
     // Not connected: fail fast with the reason; the caller's retry policy decides what next.
     // (idle means start() was called and the connect is about to begin: such requests queue,
     // as they do while connecting.)
-    // A refusal, and a server that answered the setup with LOADING or BUSY, are reported as
-    // such: they say more than "not connected" and are just as transient.
+    // A refusal, a server that answered the setup with LOADING or BUSY, and one that did not
+    // answer it within connect_timeout (a silent or stopped server) are reported as such: they
+    // say more than "not connected" and are just as transient. Without the last, a request that
+    // met a silent server on every attempt ended with timeout or not_connected depending on
+    // whether its last attempt came while a connect was under way or in the back-off after it.
     std::error_code ec = sticky_error_ ? last_error_ : make_error_code(errc::not_connected);
-    if (!sticky_error_ &&
-        (last_error_ == errc::connection_refused || last_error_ == errc::server_busy)) {
+    if (!sticky_error_ && (last_error_ == errc::connection_refused ||
+                           last_error_ == errc::server_busy || last_error_ == errc::timeout)) {
       ec = last_error_;
     }
     std::string detail = last_error_detail_;

@@ -20,7 +20,11 @@
 //   - when the stream breaks, written requests fail with connection_lost (outcome unknown) and
 //     unwritten ones with not_connected (certainly not run); the connection then reconnects
 //     with exponential back-off until close() is called;
-//   - while (re)connecting, new requests wait in the queue up to their deadline.
+//   - while (re)connecting, new requests wait in the queue up to their deadline;
+//   - in the back-off between connects, new requests fail at once, certainly not run, with
+//     why the last connect failed where that says more than not_connected: a sticky error,
+//     connection_refused, server_busy, or timeout (no answer to the setup within
+//     connect_timeout), so a silent server reads the same whenever a request meets it.
 //
 // The connection sends its setup commands (AUTH, SELECT, CLIENT SETNAME, CLIENT INFO, SCRIPT
 // LOAD) first on every (re)connect and reports `ready` only when all of them succeeded, all

@@ -89,6 +89,27 @@ TEST(hostile_silent_connect, a_connect_timeout_names_the_step_it_cut_short) {
   }
 }
 
+// Between connects, a request fails at once with why the last connect failed. Against a silent
+// server that is timeout, as it is for a request that waits through a connect: whichever moment a
+// request meets the silent server, it reads the same (before, one that came in the back-off read
+// not_connected, and lock() against a silent server ended with either, by timing).
+TEST(hostile_silent_connect, a_request_in_the_back_off_after_a_silent_connect_reads_timeout) {
+  loopback_listener silent(listener_behaviour::silent);
+  config cfg = config_for_listener(silent.url(), 5000ms);
+  cfg.connect_timeout = 200ms;
+  cfg.reconnect_delay_min = 60000ms;  // the back-off outlasts the test: no connect under way
+  cfg.reconnect_delay_max = 60000ms;
+  cfg.retry_attempts = 1;
+  client c(cfg);
+  // The client's only event for its link is its status: a snapshot, polled.
+  ASSERT_TRUE(wait_until([&] { return c.status().error == errc::timeout; }, hang_limit / 2))
+      << "the first connect ended with " << c.status().error.message();
+  const outcome ping = run_bounded([&] { return c.execute({"PING"}).str() == "PONG"; });
+  EXPECT_EQ(ping.ec, errc::timeout) << ping.what;
+  EXPECT_NE(ping.what.find("with no answer to its setup commands"), std::string::npos) << ping.what;
+  EXPECT_LT(ping.took, cfg.connect_timeout.count()) << "failed at once, no connect waited for";
+}
+
 INSTANTIATE_TEST_SUITE_P(behaviours, hostile_silent,
                          ::testing::Values(listener_behaviour::silent,
                                            listener_behaviour::never_read),
