@@ -172,7 +172,7 @@ class blocking_plan {
       : policy_(policy), spin_(spin) {
     const bool alone = policy_.begin_call();
     polls_ = alone && spin_.count() > 0 && policy_.try_enter();
-    on_caller_ = alone;
+    mode_ = alone ? call_mode::blocking_on_caller : call_mode::blocking_posted;
   }
   ~blocking_plan() {
     if (polls_) policy_.abandon();  // polling never started (blocking_result::take clears it)
@@ -183,9 +183,7 @@ class blocking_plan {
 
   /// The call's mode: blocking_on_caller (it starts its work on the calling thread) or
   /// blocking_posted (it posts its work to the I/O thread and sleeps).
-  call_mode mode() const {
-    return on_caller_ ? call_mode::blocking_on_caller : call_mode::blocking_posted;
-  }
+  call_mode mode() const { return mode_; }
 
  private:
   template <class T>
@@ -194,7 +192,7 @@ class blocking_plan {
   spin_policy& policy_;
   std::chrono::microseconds spin_;
   bool polls_ = false;
-  bool on_caller_ = true;
+  call_mode mode_ = call_mode::blocking_on_caller;
 };
 
 template <class T>
