@@ -1,16 +1,23 @@
 // Redisson's key and channel names for a lock (protocol reference §0.1, §1.1).
 #pragma once
 
+#include <charconv>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 
 namespace rlock::detail {
 
-/// prefixName(prefix, n): "prefix:n" if n already has a hash tag, else "prefix:{n}".
-inline std::string prefix_name(std::string_view prefix, std::string_view n) {
-  std::string out(prefix);
-  if (n.find('{') != std::string_view::npos) {
+/// prefixName(prefix, n): "prefix:n" if n already has a hash tag, else "prefix:{n}", with room
+/// for `extra` more characters (one allocation for a key built on from here).
+inline std::string prefix_name(std::string_view prefix, std::string_view n, std::size_t extra = 0) {
+  const bool tagged = n.find('{') != std::string_view::npos;
+  std::string out;
+  out.reserve(prefix.size() + n.size() + (tagged ? 1 : 3) + extra);
+  out += prefix;
+  if (tagged) {
     out += ':';
     out += n;
   } else {
@@ -28,7 +35,7 @@ inline std::string lock_channel(std::string_view raw_name) {
 
 /// The unlock latch: redisson_unlock_latch:{<name>}:<32 hex request id>.
 inline std::string unlock_latch(std::string_view raw_name, std::string_view request_id) {
-  std::string out = prefix_name("redisson_unlock_latch", raw_name);
+  std::string out = prefix_name("redisson_unlock_latch", raw_name, 1 + request_id.size());
   out += ':';
   out += request_id;
   return out;
@@ -47,15 +54,15 @@ inline std::string queue_key(std::string_view raw_name) {
   return prefix_name("rlock_queue", raw_name);
 }
 
-/// The prefix of the hand-off channels of a lock: rlock_handoff:{<name>}.
-inline std::string handoff_channel(std::string_view raw_name) {
-  return prefix_name("rlock_handoff", raw_name);
+/// The prefix of the hand-off channels of a lock: rlock_handoff:{<name>} (room for `extra` more).
+inline std::string handoff_channel(std::string_view raw_name, std::size_t extra = 0) {
+  return prefix_name("rlock_handoff", raw_name, extra);
 }
 
 /// The channel on which a holder hands the lock to a waiter of one process (client id):
 /// rlock_handoff:{<name>}:<client uuid>. Only that process is woken.
 inline std::string process_handoff_channel(std::string_view raw_name, std::string_view client_id) {
-  std::string out = handoff_channel(raw_name);
+  std::string out = handoff_channel(raw_name, 1 + client_id.size());
   out += ':';
   out += client_id;
   return out;
@@ -63,9 +70,13 @@ inline std::string process_handoff_channel(std::string_view raw_name, std::strin
 
 /// The owner field: <client uuid>:<owner id>.
 inline std::string owner_field(std::string_view client_id, std::uint64_t owner_id) {
-  std::string out(client_id);
+  char digits[20];  // the most a 64-bit number has
+  const auto end = std::to_chars(std::begin(digits), std::end(digits), owner_id).ptr;
+  std::string out;
+  out.reserve(client_id.size() + 1 + static_cast<std::size_t>(end - digits));
+  out += client_id;
   out += ':';
-  out += std::to_string(owner_id);
+  out.append(digits, end);
   return out;
 }
 
