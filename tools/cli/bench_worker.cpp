@@ -16,6 +16,7 @@
 #include "demo_stats.hpp"
 #include "demo_worker.hpp"
 #include "duration_option.hpp"
+#include "lock_before_end.hpp"
 
 namespace rlock::cli {
 namespace {
@@ -55,18 +56,6 @@ struct thread_outcome {
   std::string error{};
 };
 
-/// try_lock(wait) with the run's end as its deadline. A wait budget that runs out while a
-/// request is in flight ends with errc::timeout instead of false (the library undoes the
-/// acquire whose outcome it does not know): at the end of the run that is "not acquired".
-bool acquire_before(rlock::lock& l, std::chrono::milliseconds wait, long long end_ns) {
-  try {
-    return l.try_lock(wait);
-  } catch (const rlock::error& e) {
-    if (e.code() == rlock::errc::timeout && steady_now_ns() >= end_ns) return false;
-    throw;
-  }
-}
-
 void contend(rlock::client& client, rlock::lock l, const std::string& counter, int worker,
              std::chrono::milliseconds hold, long long start_ns, long long end_ns,
              thread_outcome& out) {
@@ -74,11 +63,7 @@ void contend(rlock::client& client, rlock::lock l, const std::string& counter, i
   std::this_thread::sleep_until(at(start_ns));
   try {
     for (;;) {
-      const long long left_ns = end_ns - steady_now_ns();
-      if (left_ns <= 0) break;
-      const auto wait =
-          std::chrono::ceil<std::chrono::milliseconds>(std::chrono::nanoseconds(left_ns));
-      if (!acquire_before(l, wait, end_ns)) break;  // the run ended while waiting
+      if (!lock_before_end(l, end_ns)) break;  // the run ended
       const long long acquired = steady_now_ns();
       if (acquired >= end_ns) {  // granted after the end instant: not counted (as for peers)
         l.unlock_or_throw();

@@ -11,6 +11,7 @@
 #include "connect.hpp"
 #include "demo_events.hpp"
 #include "duration_option.hpp"
+#include "lock_before_end.hpp"
 
 namespace rlock::cli {
 namespace {
@@ -68,11 +69,7 @@ int run_demo_worker(const demo_worker_options& o) {
 
     long long count = 0;
     for (;;) {
-      const long long left_ns = *end_ns - steady_now_ns();
-      if (left_ns <= 0) break;
-      const auto wait =
-          std::chrono::ceil<std::chrono::milliseconds>(std::chrono::nanoseconds(left_ns));
-      if (!lock.try_lock(wait)) break;  // the run ended while waiting
+      if (!lock_before_end(lock, *end_ns)) break;  // the run ended
       emit({demo_event_kind::acquired, o.id, count + 1, steady_now_ns(), {}});
       const rlock::reply value = client.execute({"GET", counter});
       const long long n = value.is_nil() ? 0 : std::stoll(std::string(value.str()));
