@@ -466,11 +466,16 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     const std::string queue = queue_key(o->req.raw_name);
     // A re-entry is never queued: refused, it becomes a fresh acquire, which may be.
     const bool may_queue = !o->req.single_attempt && o->prior_count == 0;
-    const std::string liveness =
-        may_queue ? std::to_string(core_->cfg().lock_queue_liveness.count()) : "0";
-    if (may_queue) o->enqueued = true;
+    // ARGV[4]: "<liveness>:<token>" for an acquire that may queue, else "0".
+    std::string queue_entry = "0";
+    if (may_queue) {
+      queue_entry = std::to_string(core_->cfg().lock_queue_liveness.count());
+      queue_entry += ':';
+      queue_entry += o->token;
+      o->enqueued = true;
+    }
     const std::string_view keys[] = {o->req.raw_name, queue};
-    const std::string_view args[] = {lease, o->owner, prior, liveness, "publish", o->token};
+    const std::string_view args[] = {lease, o->owner, prior, queue_entry};
     lk.unlock();
     core_->eval(lock_acquire_queued_script(), keys, args, opts, std::move(on_reply));
     return;
@@ -773,7 +778,7 @@ void lock_service::refresh(const std::string& raw_name) {
   if (waiting.empty()) return;
   const std::string queue = queue_key(raw_name);
   const std::string liveness = std::to_string(core_->cfg().lock_queue_liveness.count());
-  std::vector<std::string_view> args = {liveness, "publish"};
+  std::vector<std::string_view> args = {liveness};
   for (auto& w : waiting) args.emplace_back(w->owner);
   const std::string_view keys[] = {raw_name, queue};
   exec_options opts;
@@ -1016,8 +1021,9 @@ void lock_service::send_unlock(unlock_request r, exec_callback done) {
   const std::vector<std::string> spent = spent_latches_.take(r.raw_name);
   const auto keys = queued ? with_spent({r.raw_name, r.channel, latch, queue}, spent)
                            : with_spent({r.raw_name, r.channel, latch}, spent);
-  // ARGV[5]: "" for any count.
-  const std::string_view args[] = {lease_s, r.owner, "publish", latch_ttl, r.expected};
+  // ARGV[4], the expected count, only when there is one (any count without it).
+  const std::string_view args_all[] = {lease_s, r.owner, latch_ttl, r.expected};
+  const std::span<const std::string_view> args(args_all, r.expected.empty() ? 3 : 4);
   core_->eval(queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
               [self = shared_from_this(), raw_name = r.raw_name, latch,
                sent_before = r.latch_sent_before, done = std::move(done)](exec_result res) {
@@ -1251,7 +1257,7 @@ void lock_service::force_unlock(const std::string& raw_name,
   const std::string_view keys_queued[] = {raw_name, channel, queue};
   const std::span<const std::string_view> keys =
       queued ? std::span<const std::string_view>(keys_queued) : keys_plain;
-  const std::string_view args[] = {"0", "publish"};
+  const std::string_view args[] = {"0"};
   exec_options opts;
   // Never resent: a resend whose first copy ran (reply lost) would delete the lock the first
   // copy just handed to the first waiter and hand it to the next one (two holders), or delete

@@ -10,11 +10,11 @@
 -- ARGV[3]  the owner's hold count before this acquire. The owner is blocked in this acquire, so
 --          a count of ARGV[3] + 1 means the lock is already its own: an earlier attempt whose
 --          reply was lost, or a hand-off from the previous holder. It is not applied twice.
--- ARGV[4]  liveness in ms of the queue entry without a refresh; "0": one attempt, no queueing
--- ARGV[5]  publish command: "publish" or "spublish"
--- ARGV[6]  this acquire's token (letters and digits, unique within its client): stored with
---          the queue entry and sent back in the hand-off message, so that a late message is not
---          taken for a later acquire of the same owner
+-- ARGV[4]  "0": one attempt, no queueing; else "<liveness>:<token>": the liveness in ms of the
+--          queue entry without a refresh, and this acquire's token (letters and digits, unique
+--          within its client), stored with the queue entry and sent back in the hand-off
+--          message, so that a late message is not taken for a later acquire of the same owner.
+--          (One argument, not two: each argument costs every call, the uncontended one too.)
 -- Returns  nil when the owner holds the lock (acquired now, re-entered, or handed over);
 --          otherwise {PTTL of the lock (-1: no TTL; at least 0 for a refused re-entry), server
 --          time in ms, 1 if the holder hands the lock over through the queue when it unlocks
@@ -83,9 +83,11 @@ if not lock_exists then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
   end
-  hand_over(KEYS[1], head, lease, token, ARGV[5], '0')
+  hand_over(KEYS[1], head, lease, token, '0')
 end
-if ARGV[4] ~= '0' then
+local liveness, token = string.match(ARGV[4], '^(%d+):(%w*)$')
+if liveness then
+  liveness = tonumber(liveness)
   -- After the last arrival; NX: a waiter already queued keeps its place.
   local last = redis.call('zrange', KEYS[2], '-1', '-1', 'WITHSCORES')
   local n = 1
@@ -94,10 +96,10 @@ if ARGV[4] ~= '0' then
   end
   redis.call('zadd', KEYS[2], 'NX', n, ARGV[2])
   redis.call('hset', live, ARGV[2],
-    (now() + tonumber(ARGV[4])) .. ':' .. ARGV[1] .. ':' .. ARGV[6])
+    (now() + liveness) .. ':' .. ARGV[1] .. ':' .. token)
   -- Queue keys expire when nobody refreshes them any more (every waiter crashed); never sooner
   -- than another waiter's longer liveness asked for.
-  extend(KEYS[2], tonumber(ARGV[4]) * 2)
-  extend(live, tonumber(ARGV[4]) * 2)
+  extend(KEYS[2], liveness * 2)
+  extend(live, liveness * 2)
 end
 return {redis.call('pttl', KEYS[1]), now(), holder_hands_off(KEYS[1])}

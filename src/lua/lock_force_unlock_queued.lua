@@ -5,7 +5,6 @@
 -- KEYS[3]  the wait queue "rlock_queue:{<name>}"; the waiters' liveness and the hand-off
 --          channels are named after it (queue_prelude's queue_sibling)
 -- ARGV[1]  the unlock message, "0"
--- ARGV[2]  publish command: "publish" or "spublish"
 -- Returns  1 when a lock existed (and the message was published), 0 otherwise.
 -- Queued waiters behind an rlock holder listen only on their process's hand-off channel, so a
 -- forced unlock hands over like an unlock does: the first live waiter is made owner (with its own
@@ -18,7 +17,7 @@ if redis.call('del', KEYS[1]) == 0 then
 end
 local head, lease, token = pop_live_head(KEYS[3], live)
 if head then
-  hand_over(KEYS[1], head, lease, token, ARGV[2], '1')
+  hand_over(KEYS[1], head, lease, token, '1')
 end
-redis.call(ARGV[2], KEYS[2], ARGV[1])
+redis.call('publish', KEYS[2], ARGV[1])
 return 1

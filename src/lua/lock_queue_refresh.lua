@@ -3,8 +3,7 @@
 -- KEYS[2]  the wait queue "rlock_queue:{<name>}"; the waiters' liveness and the hand-off
 --          channels are named after it (queue_prelude's queue_sibling)
 -- ARGV[1]  liveness in ms
--- ARGV[2]  publish command
--- ARGV[3..] owner fields of this process's waiters on this lock
+-- ARGV[2..] owner fields of this process's waiters on this lock
 -- Returns  {server time in ms, s1, s2, ...}: for owner i, 1 if it holds the lock (handed over;
 --          its message may have been lost), 2 if it is queued (its deadline was extended),
 --          3 if it is queued and the lock's holder does not hand it over through the queue (a
@@ -16,7 +15,7 @@
 local queue_key = KEYS[2]
 --!include queue_prelude.lua
 
-for i = 3, #ARGV do
+for i = 2, #ARGV do
   if redis.call('zscore', KEYS[2], ARGV[i]) then
     -- The entry's "<lease>:<token>" is kept; only its deadline moves.
     local v = redis.call('hget', live, ARGV[i])
@@ -27,7 +26,7 @@ end
 if redis.call('exists', KEYS[1]) == 0 then
   local head, lease, token = pop_live_head(KEYS[2], live)
   if head then
-    hand_over(KEYS[1], head, lease, token, ARGV[2], '0')
+    hand_over(KEYS[1], head, lease, token, '0')
   end
 end
 -- Deletes an empty queue (and a liveness hash left without it); true while it has waiters.
@@ -43,7 +42,7 @@ local queued_status = 2
 if holder_hands_off(KEYS[1]) == 0 then
   queued_status = 3
 end
-for i = 3, #ARGV do
+for i = 2, #ARGV do
   if redis.call('hexists', KEYS[1], ARGV[i]) == 1 then
     result[#result + 1] = 1
   elseif redis.call('zscore', KEYS[2], ARGV[i]) then

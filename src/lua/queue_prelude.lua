@@ -66,9 +66,9 @@ end
 -- "rlock_handoff:{<name>}:<client uuid>" (the owner field up to its last ':'), with the payload
 -- "<who> <server ms> <zero_follows> <token>". `zero_follows`: "1" when a "0" on the Redisson
 -- channel follows in the same script, else "0"; `token`: the one of the acquire that queued it.
-local function tell(pub, who, zero_follows, token)
+local function tell(who, zero_follows, token)
   local process = string.match(who, '^(.*):')
-  redis.call(pub, queue_sibling(queue_key, 'rlock_handoff') .. ':' .. process,
+  redis.call('publish', queue_sibling(queue_key, 'rlock_handoff') .. ':' .. process,
     who .. ' ' .. now() .. ' ' .. zero_follows .. ' ' .. (token or ''))
 end
 -- 1 when the lock's holder hands it over through the queue when it unlocks: an rlock client
@@ -84,10 +84,10 @@ local function holder_hands_off(lock)
 end
 -- Makes `who` (a live waiter that pop_live_head took off the queue) the owner of the free lock
 -- with its own lease, and tells it (see tell).
-local function hand_over(lock, who, lease, token, pub, zero_follows)
+local function hand_over(lock, who, lease, token, zero_follows)
   redis.call('hset', lock, who, '1')
   redis.call('pexpire', lock, lease)
-  tell(pub, who, zero_follows, token)
+  tell(who, zero_follows, token)
 end
 -- Sets `key`'s TTL to `ms` unless it already has a longer one: waiters of clients configured
 -- with a longer liveness keep their queue.
