@@ -3,8 +3,9 @@
 -- lock and KEYS[spent_from..] the spent latches it deletes, ARGV[1] to ARGV[4] as both scripts
 -- document them, and defines the locals `channel` (the Redisson channel) and `latch` (this
 -- unlock's latch key) before the include. Unless the final release took them in its DEL
--- (spent_deleted), the script deletes the spent latches last: after a write (even a DEL) a script's later writes are let past the server's maxmemory
--- check, so a DEL first would let a partial release (HINCRBY, SET) grow a full server's memory.
+-- (spent_deleted), the script deletes the spent latches last: after a write (even a DEL) a
+-- script's later writes are let past the server's maxmemory check, so a DEL first would let a
+-- partial release (HINCRBY, SET) grow a full server's memory.
 -- Messages go out with PUBLISH, which every rlock waiter and Redisson's default (non-sharded)
 -- subscriptions hear; the command is not an argument, since each argument costs every call.
 -- Constants passed to redis.call are strings ('1', not 1): the server formats a number
