@@ -19,15 +19,7 @@ local spent_from = 4
 local channel, latch = KEYS[2], KEYS[3]
 -- The result of an attempt of this unlock that has run, else false.
 local latched = redis.call('get', latch)
--- The common case's final release, as straight code before the prelude: defining the
--- prelude's closure costs a short script a measurable share of its instructions (see
--- lock_unlock_queued.lua). It does what release(nil) does for a single hold.
-if not latched and ARGV[4] == nil and redis.call('hget', KEYS[1], ARGV[2]) == '1' then
-  redis.call('del', KEYS[1], unpack(KEYS, spent_from))
-  redis.call('publish', channel, '0')
-  redis.call('set', latch, '1', 'px', ARGV[3])
-  return 1
-end
+local quiet = not latched
 --!include unlock_prelude.lua
 local result = latched and tonumber(latched) or release(nil)
 if not spent_deleted and #KEYS >= spent_from then
