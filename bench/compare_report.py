@@ -246,8 +246,10 @@ def _handoff_floor(results):
         f = floor.get(key)
         if f is None:
             continue
+        server = f.get("server_us_per_call")
         rows.append([label, _f(f["mean_us"], 1), _f(f["p50_us"], 1), _f(f["p90_us"], 1),
-                     _f(f["p99_us"], 1), _f(f["max_us"], 1)])
+                     _f(f["p99_us"], 1), _f(f["max_us"], 1),
+                     "—" if server is None else _f(server, 1)])
     lines = ["The hand-off floor of this machine (`rlock_handoff_floor`, bench/handoff_floor.cpp, "
              "same server, this run): one single-threaded process sends, after %d µs idle, one "
              "command that publishes to another single-threaded process blocked in read() on its "
@@ -255,9 +257,12 @@ def _handoff_floor(results):
              "%d times. The hand-off script's row is the least a hand-off between processes through"
              " this server costs; a lock library adds its own work to it. The last row adds the"
              " hop from a client's I/O thread to the thread that waits (rlock's design, and"
-             " Redisson's on Netty)." % (
+             " Redisson's on Netty). The server's µs per call are its own time in the command"
+             " (INFO commandstats usec, its wall clock in the command, a script's commands"
+             " included)." % (
                  floor["gap_us"], floor["count"]), ""]
-    lines += _table(["command", "mean µs", "p50 µs", "p90 µs", "p99 µs", "max µs"], rows)
+    lines += _table(["command", "mean µs", "p50 µs", "p90 µs", "p99 µs", "max µs",
+                     "server µs per call"], rows)
     floor_us = _floor_us(results)
     for r in _rlock_rows(results, "contended"):
         b = _bound(r, floor_us)
@@ -269,6 +274,14 @@ def _handoff_floor(results):
                      "%.2f; rlock's %.3f is %.2f of that bound." % (
                          compare_rlock.variant(r), _f(hold), handoff_us, floor_us, bound,
                          TARGET_UTILISATION, r["utilisation"], r["utilisation"] / bound))
+        per_acq, per_script = r.get("server_script_us_per_acquisition"), r.get(
+            "server_us_per_script")
+        script = floor.get("script", {}).get("server_us_per_call")
+        if per_acq is not None and per_script is not None and script:
+            lines.append("  The server spent %.1f µs per acquisition in rlock's scripts: %.2f "
+                         "scripts of %.1f µs each, %.1fx the floor's hand-off script (%.1f µs "
+                         "per call)." % (per_acq, per_acq / per_script, per_script,
+                                         per_script / script, script))
     return lines + [""]
 
 

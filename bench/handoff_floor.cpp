@@ -14,6 +14,9 @@
 //                     and Redisson on Netty): a second thread of the waiter reads the message
 //                     and wakes the waiting thread through a futex; the time is noted when the
 //                     waiting thread runs. The difference to `script` is that hand-over's cost.
+// Each series also reports the server's time per call of its command (INFO commandstats usec,
+// the server's wall clock in the command, a script's commands included): what the hand-off
+// costs the server itself, against which a lock library's scripts can be set.
 // No lock library can hand a lock from one process to another through this server faster than
 // `script`: it has no thread hop, no bookkeeping, no queue. With a mean hold H and this floor's
 // mean F, the lock's utilisation (holds / wall time) is at most H / (H + F) on this machine
@@ -43,8 +46,10 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "cli/bench_commandstats.hpp"
 #include "futex_word.hpp"
 #include "hiredis_session.hpp"
 #include "throwaway_server.hpp"
@@ -170,7 +175,19 @@ int waiter(int port, int count, bool io_thread, int ready_fd, int out_fd) {
 struct floor_result {
   std::string command;
   double mean_us = 0, p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;
+  double server_us_per_call = 0;  // the server's time in the series' command (commandstats)
 };
+
+/// INFO commandstats of the server: (calls, usec) of `name`.
+std::pair<long long, long long> command_stats(redisContext* c, const std::string& name) {
+  const std::string info = command(c, {"INFO", "commandstats"})->str;
+  const auto of = [&](rlock::cli::commandstats_field f) {
+    const rlock::cli::command_counts m = rlock::cli::parse_commandstats(info, f);
+    const auto it = m.find(name);
+    return it == m.end() ? 0LL : it->second;
+  };
+  return {of(rlock::cli::commandstats_field::calls), of(rlock::cli::commandstats_field::usec)};
+}
 
 /// Runs one series: a waiter process, `count` hand-offs sent `gap` apart by this one.
 floor_result measure(int port, const std::string& what, int count, std::chrono::microseconds gap) {
@@ -203,6 +220,7 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
   };
   std::vector<long long> delays(static_cast<std::size_t>(count));
+  double server_us_per_call = 0;
   try {
     char byte = 0;
     if (!read_all(from_waiter.ready, &byte, 1)) {
@@ -210,6 +228,8 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
     }
     context_ptr c = connect(port);
     const std::string sha = command(c.get(), {"SCRIPT", "LOAD", handoff_script})->str;
+    const std::string counted = what == "publish" ? "publish" : "evalsha";
+    const auto [calls_before, usec_before] = command_stats(c.get(), counted);
     for (int i = 0; i < count; ++i) {
       std::this_thread::sleep_for(gap);
       const std::string sent = std::to_string(now_ns());
@@ -218,6 +238,11 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
       } else {
         command(c.get(), {"EVALSHA", sha, "2", "rlock-floor:{f}", channel, "waiter:1", sent});
       }
+    }
+    const auto [calls_after, usec_after] = command_stats(c.get(), counted);
+    if (calls_after > calls_before) {
+      server_us_per_call = static_cast<double>(usec_after - usec_before) /
+                           static_cast<double>(calls_after - calls_before);
     }
     command(c.get(), {"DEL", "rlock-floor:{f}"});
     if (!read_all(from_waiter.out, delays.data(), delays.size() * sizeof(long long))) {
@@ -243,6 +268,7 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
   r.p90_us = at(0.9);
   r.p99_us = at(0.99);
   r.max_us = at(1.0);
+  r.server_us_per_call = server_us_per_call;
   return r;
 }
 
@@ -282,15 +308,19 @@ int main(int argc, char** argv) {
       for (const auto& r : results) {
         std::printf(
             ",\"%s\":{\"mean_us\":%.1f,\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,"
-            "\"max_us\":%.1f}",
-            r.command.c_str(), r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.max_us);
+            "\"max_us\":%.1f,\"server_us_per_call\":%.1f}",
+            r.command.c_str(), r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.max_us,
+            r.server_us_per_call);
       }
       std::printf("}\n");
     } else {
       std::printf("hand-off floor, %d µs idle before each, %d each:\n", gap_us, count);
       for (const auto& r : results) {
-        std::printf("  %-16s mean %.1f µs  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n",
-                    r.command.c_str(), r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.max_us);
+        std::printf(
+            "  %-16s mean %.1f µs  p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (server %.1f µs per "
+            "call)\n",
+            r.command.c_str(), r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.max_us,
+            r.server_us_per_call);
       }
     }
     return 0;

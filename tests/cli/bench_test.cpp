@@ -107,6 +107,13 @@ class cli_bench : public ::testing::Test {
     // Every acquisition is at least one script, and every unlock is one.
     EXPECT_GE(number(f, "commands.evalsha"), acquisitions);
     EXPECT_GE(number(f, "client_requests_per_acquisition"), 1);
+    // The server's time in those scripts (commandstats usec): per acquisition = per script x
+    // scripts per acquisition (both rounded to 0.1 µs).
+    const double per_script = number(f, "server_us_per_script");
+    EXPECT_GT(per_script, 0);
+    EXPECT_NEAR(number(f, "server_script_us_per_acquisition"),
+                per_script * number(f, "commands.evalsha") / acquisitions,
+                0.05 * number(f, "server_script_us_per_acquisition") + 0.2);
     EXPECT_GE(number(f, "commands.get"), acquisitions);  // scripts run GET and SET too
     EXPECT_GE(number(f, "commands.set"), acquisitions);
     EXPECT_TRUE(f.contains("acquisitions_per_s") && f.contains("duration_s"));

@@ -28,6 +28,29 @@ TEST(cli_commandstats, counts_what_clients_send_and_not_what_scripts_run) {
   // 4 scripts, 1 subscribe, 2 CLIENT INFO at connect, 1 CLIENT KILL ahead of a resend; not the
   // scripts' HSETs, the workload's GETs or the bench's INFOs.
   EXPECT_EQ(client_requests(delta), 4 + 1 + 2 + 1);
+  EXPECT_EQ(scripts_run(delta), 4);
+
+  // The server's time in those scripts, not the failed or rejected counts after it.
+  const command_counts usec = command_delta(parse_commandstats(before, commandstats_field::usec),
+                                            parse_commandstats(after, commandstats_field::usec));
+  EXPECT_EQ(scripts_run(usec), 120);
+  EXPECT_EQ(usec.at("hset"), 6);
+}
+
+TEST(cli_commandstats, reads_whole_field_names_only) {
+  // A field that only ends like the one asked for is not it; a line without it is skipped.
+  const std::string info =
+      "cmdstat_a:rejected_calls=7,calls=3,usec=9,failed_calls=1\r\n"
+      "cmdstat_b:rejected_calls=7,failed_calls=1\r\n"
+      "cmdstat_c:calls=x,usec=2\r\n"
+      "used_cpu_sys:1.0\r\n";
+  const command_counts calls = parse_commandstats(info);
+  EXPECT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls.at("a"), 3);
+  const command_counts usec = parse_commandstats(info, commandstats_field::usec);
+  EXPECT_EQ(usec.size(), 2U);
+  EXPECT_EQ(usec.at("a"), 9);
+  EXPECT_EQ(usec.at("c"), 2);
 }
 
 }  // namespace

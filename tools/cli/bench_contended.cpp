@@ -114,7 +114,9 @@ void add_contended_options(CLI::App& sub, contended_options& opts) {
       "acquisition:\n"
       "INFO commandstats deltas of the commands rlock clients send themselves (scripts,\n"
       "pub/sub, connection upkeep), not those run inside scripts nor the GET/SET. Lost updates\n"
-      "(acquisitions - counter) and overlapping critical sections must be 0.\n");
+      "(acquisitions - counter) and overlapping critical sections must be 0. Server time in\n"
+      "scripts: INFO commandstats usec of EVALSHA/EVAL (the server's wall clock in each script,\n"
+      "the commands it runs included), per acquisition and per script.\n");
 }
 
 bench_report run_contended(const contended_options& o, const connection_options& conn) {
@@ -159,7 +161,7 @@ bench_report run_contended(const contended_options& o, const connection_options&
   }
 
   // 2. Contend from a common start to a common end, then collect the records.
-  const command_counts before = read_commandstats(client);
+  const std::string before = read_commandstats_info(client);
   const long long start_ns = steady_now_ns() + 50'000'000LL;
   const long long end_ns = start_ns + nanoseconds(o.duration).count();
   workers->go(end_ns);
@@ -171,7 +173,11 @@ bench_report run_contended(const contended_options& o, const connection_options&
   pump_until(reader, *workers, record, steady_now_ns() + 5'000'000'000LL,
              [&] { return reader.at_eof() && workers->running() == 0; });
   ::close(events[0]);
-  const command_counts delta = command_delta(before, read_commandstats(client));
+  const std::string after = read_commandstats_info(client);
+  const command_counts delta = command_delta(parse_commandstats(before), parse_commandstats(after));
+  const command_counts usec_delta =
+      command_delta(parse_commandstats(before, commandstats_field::usec),
+                    parse_commandstats(after, commandstats_field::usec));
 
   // 3. Checks and figures.
   const rlock::reply counter_reply = client.execute({"GET", name + ":counter"});
@@ -188,6 +194,13 @@ bench_report run_contended(const contended_options& o, const connection_options&
   const long long requests = client_requests(delta);
   const double per_acquisition =
       acquisitions > 0 ? static_cast<double>(requests) / static_cast<double>(acquisitions) : 0.0;
+  // The server's time in the scripts, per acquisition and per script (INFO commandstats usec).
+  const long long scripts = scripts_run(delta);
+  const long long script_usec = scripts_run(usec_delta);
+  const double script_us_per_acquisition =
+      acquisitions > 0 ? static_cast<double>(script_usec) / static_cast<double>(acquisitions) : 0.0;
+  const double us_per_script =
+      scripts > 0 ? static_cast<double>(script_usec) / static_cast<double>(scripts) : 0.0;
   const std::vector<long long>& handoff_ns = f.stats.handoff_ns;      // sorted
   const std::vector<long long>& reacquire_ns = f.stats.reacquire_ns;  // sorted
   const long long max_handoff = handoff_ns.empty() ? 0 : handoff_ns.back();
@@ -224,6 +237,8 @@ bench_report run_contended(const contended_options& o, const connection_options&
       .add("per_worker", per_worker)
       .add("client_requests_per_acquisition", per_acquisition, 3)
       .add("client_requests", requests)
+      .add("server_script_us_per_acquisition", script_us_per_acquisition, 1)
+      .add("server_us_per_script", us_per_script, 1)
       .add("commands", commands)
       .add("lost_updates", lost)
       .add("overlaps", static_cast<long long>(f.stats.overlaps))
@@ -252,6 +267,8 @@ bench_report run_contended(const contended_options& o, const connection_options&
   text << ")\n"
        << "  client requests per acquisition " << json_number(per_acquisition, 2) << " ("
        << requests << " requests)\n"
+       << "  server time in scripts " << json_number(script_us_per_acquisition, 1)
+       << " µs per acquisition (" << json_number(us_per_script, 1) << " µs per script)\n"
        << "  lost updates  " << lost << ", overlaps " << f.stats.overlaps << ", failed workers "
        << failed_workers << "\n"
        << "  commands run (including those inside scripts):";
