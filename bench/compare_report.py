@@ -326,6 +326,9 @@ def _watchdog(w):
             ["renewal scripts per period", _f(w["renewal_scripts_per_period"], 1),
              "≤ %d" % TARGET_RENEWALS, _verdict(renew_ok)],
             ["client CPU ms per period", _f(w["cpu_ms_per_period"], 1), "", ""],
+            ["server µs per renewal script (INFO commandstats)",
+             _f(w["server_us_per_renewal_script"], 1) if "server_us_per_renewal_script" in w
+             else "—", "", ""],
             ["RSS KiB before / holding", "%s / %s" % (_f(w["rss_kib"]["before"]),
                                                      _f(w["rss_kib"]["holding"])), "", ""],
             ["lock latency p99 µs " + phases, trio(lat), "", ""]]

@@ -105,7 +105,8 @@ void add_watchdog_options(CLI::App& sub, watchdog_options& opts) {
   sub.footer(
       "One client takes N locks without a lease and holds them for K renewal periods\n"
       "(timeout/3). Renewal scripts per period: EVALSHA delta of INFO commandstats over the K\n"
-      "periods, with nothing else running; CPU: user+sys of this process over them. Then a\n"
+      "periods, with nothing else running, and the server's time in each (commandstats usec);\n"
+      "CPU: user+sys of this process over them. Then a\n"
       "probe (lock with a lease + unlock on another name, back to back) runs through the next\n"
       "R rounds (each spreads its batches over half a period), each from a quarter period\n"
       "before it until the server has run all of its scripts (followed by the server's script\n"
@@ -155,13 +156,20 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   while (window_start < clock::now()) window_start += period;
   std::this_thread::sleep_until(window_start);
   const auto window_end = window_start + o.periods * period;
-  const command_counts quiet_before = read_commandstats(client);
+  const std::string quiet_before = read_commandstats_info(client);
   const long long quiet_cpu0 = process_cpu_ns();
   std::this_thread::sleep_until(window_end);
   const auto renewal_cpu_ns = static_cast<double>(process_cpu_ns() - quiet_cpu0);
   const process_status holding = read_process_status();
+  const std::string quiet_after = read_commandstats_info(client);
   const long long renewal_scripts =
-      scripts_run(command_delta(quiet_before, read_commandstats(client)));
+      scripts_run(command_delta(parse_commandstats(quiet_before), parse_commandstats(quiet_after)));
+  // The server's time in them (commandstats usec): how long each batch holds up other clients.
+  const long long renewal_usec =
+      scripts_run(command_delta(parse_commandstats(quiet_before, commandstats_field::usec),
+                                parse_commandstats(quiet_after, commandstats_field::usec)));
+  const double us_per_renewal =
+      per(static_cast<double>(renewal_usec), static_cast<double>(renewal_scripts));
   const auto batch = static_cast<long long>(std::max(1, cfg.lock_watchdog_batch_size));
   const long long round_scripts = (static_cast<long long>(held) + batch - 1) / batch;
   probe_result renewing;
@@ -229,6 +237,7 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
       .add("watchdog_timeout_ms", static_cast<long long>(o.watchdog_timeout.count()))
       .add("renewal_scripts_per_period", static_cast<double>(renewal_scripts) / k, 2)
       .add("cpu_ms_per_period", renewal_cpu_ns / k / 1e6, 3)
+      .add("server_us_per_renewal_script", us_per_renewal, 1)
       .add("rss_kib", rss)
       .add("lock_latency_p99_us", latency)
       .add("lock_latency_p999_us", latency_p999)
@@ -250,6 +259,7 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
        << "  renewal scripts per period "
        << json_number(static_cast<double>(renewal_scripts) / k, 2) << "\n"
        << "  client CPU per period      " << json_number(renewal_cpu_ns / k / 1e6, 2) << " ms\n"
+       << "  server per renewal script  " << json_number(us_per_renewal, 1) << " µs\n"
        << "  RSS                        " << before.rss_kib << " KiB before, " << holding.rss_kib
        << " KiB holding\n"
        << "  lock+unlock p99            " << format_latency_ns(renewing_p99)
