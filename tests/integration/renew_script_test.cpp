@@ -48,17 +48,15 @@ TEST_P(renew_script, lengthens_never_shortens_gives_a_ttl_and_skips_lost_keys) {
   ok({"PEXPIRE", "other", "1000"});
   ok({"SET", "string", "x"});  // re-created as another type: lost, left alone
 
-  const raw_reply r = server.cli_reply(
-      {"EVAL", text, "6", "held", "longer", "persistent", "other", "string", "missing", "30000",
-       owner, owner, owner, owner, owner, owner});
+  const raw_reply r =
+      server.cli_reply({"EVAL", text, "6", "held", "longer", "persistent", "other", "string",
+                        "missing", "30000", owner, owner, owner, owner, owner, owner});
   ASSERT_EQ(r.elements.size(), 6U) << r.text();
   const std::vector<long long> expected{1, 1, 1, 0, 0, 0};
   for (std::size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(r.elements[i].integer, expected[i]) << "key " << i;
   }
-  const auto pttl = [&](const std::string& key) {
-    return server.cli_reply({"PTTL", key}).integer;
-  };
+  const auto pttl = [&](const std::string& key) { return server.cli_reply({"PTTL", key}).integer; };
   EXPECT_GT(pttl("held"), 29000);
   EXPECT_LE(pttl("held"), 30000);
   EXPECT_GT(pttl("longer"), 590000);
