@@ -11,8 +11,9 @@
 -- another connection of a pool, or delayed in the network) may find the owner's next hold,
 -- taken after its final unlock with a longer explicit lease, which must keep that lease.
 -- Redis 7.0 and later (the first to define REDIS_VERSION_NUM) lengthen a TTL in one call,
--- PEXPIRE ... GT, instead of PTTL then PEXPIRE: two calls per held key instead of three, which is
--- how long a batch holds up the server's other clients (a 100-key batch ran about 20% shorter).
+-- PEXPIRE ... GT, instead of PTTL then PEXPIRE: two calls per held key instead of three. A batch
+-- holds up the server's other clients while it runs; a 100-key batch costs the server 26% fewer
+-- instructions this way (callgrind).
 -- GT leaves a key without a TTL as it is (it counts as never expiring); such a key gets one
 -- below. Older servers take the PTTL path. The lease goes to PEXPIRE as the ARGV string: a Lua
 -- number would be formatted by the server with snprintf on every call.
