@@ -46,7 +46,6 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "cli/bench_commandstats.hpp"
@@ -178,15 +177,17 @@ struct floor_result {
   double server_us_per_call = 0;  // the server's time in the series' command (commandstats)
 };
 
-/// INFO commandstats of the server: (calls, usec) of `name`.
-std::pair<long long, long long> command_stats(redisContext* c, const std::string& name) {
-  const std::string info = command(c, {"INFO", "commandstats"})->str;
-  const auto of = [&](rlock::cli::commandstats_field f) {
-    const rlock::cli::command_counts m = rlock::cli::parse_commandstats(info, f);
-    const auto it = m.find(name);
-    return it == m.end() ? 0LL : it->second;
-  };
-  return {of(rlock::cli::commandstats_field::calls), of(rlock::cli::commandstats_field::usec)};
+/// The server's µs per call of `name` between two INFO commandstats texts (0 if it ran none).
+double us_per_call(const std::string& before, const std::string& after, const std::string& name) {
+  using rlock::cli::commandstats_delta;
+  using rlock::cli::commandstats_field;
+  const rlock::cli::command_counts calls = commandstats_delta(before, after);
+  const rlock::cli::command_counts usec =
+      commandstats_delta(before, after, commandstats_field::usec);
+  const auto c = calls.find(name);
+  const auto u = usec.find(name);
+  if (c == calls.end() || u == usec.end()) return 0;
+  return static_cast<double>(u->second) / static_cast<double>(c->second);
 }
 
 /// Runs one series: a waiter process, `count` hand-offs sent `gap` apart by this one.
@@ -229,7 +230,7 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
     context_ptr c = connect(port);
     const std::string sha = command(c.get(), {"SCRIPT", "LOAD", handoff_script})->str;
     const std::string counted = what == "publish" ? "publish" : "evalsha";
-    const auto [calls_before, usec_before] = command_stats(c.get(), counted);
+    const std::string stats_before = command(c.get(), {"INFO", "commandstats"})->str;
     for (int i = 0; i < count; ++i) {
       std::this_thread::sleep_for(gap);
       const std::string sent = std::to_string(now_ns());
@@ -239,11 +240,8 @@ floor_result measure(int port, const std::string& what, int count, std::chrono::
         command(c.get(), {"EVALSHA", sha, "2", "rlock-floor:{f}", channel, "waiter:1", sent});
       }
     }
-    const auto [calls_after, usec_after] = command_stats(c.get(), counted);
-    if (calls_after > calls_before) {
-      server_us_per_call = static_cast<double>(usec_after - usec_before) /
-                           static_cast<double>(calls_after - calls_before);
-    }
+    server_us_per_call =
+        us_per_call(stats_before, command(c.get(), {"INFO", "commandstats"})->str, counted);
     command(c.get(), {"DEL", "rlock-floor:{f}"});
     if (!read_all(from_waiter.out, delays.data(), delays.size() * sizeof(long long))) {
       throw std::runtime_error("the waiter missed a hand-off (see its error above)");

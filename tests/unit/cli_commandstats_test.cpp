@@ -31,8 +31,7 @@ TEST(cli_commandstats, counts_what_clients_send_and_not_what_scripts_run) {
   EXPECT_EQ(scripts_run(delta), 4);
 
   // The server's time in those scripts, not the failed or rejected counts after it.
-  const command_counts usec = command_delta(parse_commandstats(before, commandstats_field::usec),
-                                            parse_commandstats(after, commandstats_field::usec));
+  const command_counts usec = commandstats_delta(before, after, commandstats_field::usec);
   EXPECT_EQ(scripts_run(usec), 120);
   EXPECT_EQ(usec.at("hset"), 6);
 }

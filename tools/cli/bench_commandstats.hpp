@@ -41,6 +41,9 @@ std::string read_commandstats_info(rlock::client& c);
 /// INFO commandstats of the client's server, calls per command; throws rlock::error.
 command_counts read_commandstats(rlock::client& c);
 command_counts command_delta(const command_counts& before, const command_counts& after);
+/// command_delta() of the `field` of two INFO commandstats texts.
+command_counts commandstats_delta(std::string_view before, std::string_view after,
+                                  commandstats_field field = commandstats_field::calls);
 /// The part of a calls delta that rlock clients sent themselves (see above).
 long long client_requests(const command_counts& delta);
 /// Scripts (evalsha + eval) in a delta: how many ran (calls), or how long they took (usec).

@@ -50,6 +50,11 @@ command_counts command_delta(const command_counts& before, const command_counts&
   return out;
 }
 
+command_counts commandstats_delta(std::string_view before, std::string_view after,
+                                  commandstats_field field) {
+  return command_delta(parse_commandstats(before, field), parse_commandstats(after, field));
+}
+
 long long client_requests(const command_counts& delta) {
   long long n = 0;
   for (const char* name :

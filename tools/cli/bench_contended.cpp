@@ -174,10 +174,8 @@ bench_report run_contended(const contended_options& o, const connection_options&
              [&] { return reader.at_eof() && workers->running() == 0; });
   ::close(events[0]);
   const std::string after = read_commandstats_info(client);
-  const command_counts delta = command_delta(parse_commandstats(before), parse_commandstats(after));
-  const command_counts usec_delta =
-      command_delta(parse_commandstats(before, commandstats_field::usec),
-                    parse_commandstats(after, commandstats_field::usec));
+  const command_counts delta = commandstats_delta(before, after);
+  const command_counts usec_delta = commandstats_delta(before, after, commandstats_field::usec);
 
   // 3. Checks and figures.
   const rlock::reply counter_reply = client.execute({"GET", name + ":counter"});

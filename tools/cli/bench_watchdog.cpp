@@ -162,12 +162,10 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   const auto renewal_cpu_ns = static_cast<double>(process_cpu_ns() - quiet_cpu0);
   const process_status holding = read_process_status();
   const std::string quiet_after = read_commandstats_info(client);
-  const long long renewal_scripts =
-      scripts_run(command_delta(parse_commandstats(quiet_before), parse_commandstats(quiet_after)));
+  const long long renewal_scripts = scripts_run(commandstats_delta(quiet_before, quiet_after));
   // The server's time in them (commandstats usec): how long each batch holds up other clients.
   const long long renewal_usec =
-      scripts_run(command_delta(parse_commandstats(quiet_before, commandstats_field::usec),
-                                parse_commandstats(quiet_after, commandstats_field::usec)));
+      scripts_run(commandstats_delta(quiet_before, quiet_after, commandstats_field::usec));
   const double us_per_renewal =
       per(static_cast<double>(renewal_usec), static_cast<double>(renewal_scripts));
   const auto batch = static_cast<long long>(std::max(1, cfg.lock_watchdog_batch_size));
