@@ -1,12 +1,42 @@
-// The undo of an acquire whose outcome is unknown, in rounds (undo_policy.hpp).
+// The undo of an acquire that may have been applied, in rounds until one lands
+// (undo_policy.hpp); in queued mode the same script also leaves the wait queue.
 #include <algorithm>
 #include <random>
 
 #include "detail/backoff.hpp"
+#include "detail/lock_keys.hpp"
 #include "detail/lock_service.hpp"
+#include "detail/lock_service_op.hpp"
 #include "detail/undo_policy.hpp"
 
 namespace rlock::detail {
+
+void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
+  // The acquire may have been applied (reply lost, handed over, or it came after a stop
+  // request): undo it only if the owner's count shows exactly that acquire, then let waiters
+  // know. In queued mode the same script removes the waiter from the queue.
+  // Until this clean-up has landed, the same owner's next acquire waits: its count check could
+  // otherwise match (and release) that later acquire.
+  auto u = std::make_shared<undo>();
+  u->key = std::make_pair(o->req.raw_name, o->req.owner_id);
+  u->channel = o->channel;
+  u->owner = o->owner;
+  u->lease = o->lease;
+  u->expected = std::to_string(o->prior_count + 1);
+  u->latch = unlock_latch(o->req.raw_name, random_request_id());
+  // Every attempt of the acquire was sent before now; a hold it left (or a hand-off to it) ends
+  // within its lease (the queue entry's liveness) from then.
+  u->hold_gone_by = clock::now() + std::max(o->lease, core_->cfg().lock_queue_liveness);
+  {
+    std::lock_guard lk(o->mu);
+    u->fence = o->unknown_on;
+  }
+  {
+    std::lock_guard lk(mu_);
+    ++undo_in_flight_[u->key];
+  }
+  send_undo(u);
+}
 
 void lock_service::send_undo(const std::shared_ptr<undo>& u) {
   unlock_request r;
