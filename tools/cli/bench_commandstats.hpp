@@ -16,7 +16,8 @@
 // "cmdstat_NAME:calls=N,usec=N,..." lines (other lines are ignored; names keep Redis's
 // "parent|sub" form); command_delta() is after - before per command, leaving out commands whose
 // count did not grow. Pure functions; thread-safe; need no rlock library
-// (bench_commandstats_parse.cpp), except read_commandstats() (bench_commandstats.cpp).
+// (bench_commandstats_parse.cpp), except read_commandstats_info() and read_commandstats(),
+// which ask the server (bench_commandstats.cpp).
 #pragma once
 
 #include <map>
