@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "detail/server_client.hpp"
@@ -35,6 +36,15 @@ struct exec_result {
   /// exec_options::fence.
   std::vector<server_client> unknown_on;
 };
+
+/// A result that failed with `ec`, without a reply; `written` as in exec_result.
+inline exec_result exec_failure(std::error_code ec, bool written, std::string detail = {}) {
+  exec_result r;
+  r.ec = ec;
+  r.written = written;
+  r.detail = std::move(detail);
+  return r;
+}
 
 /// Maps an error reply's text (e.g. "WRONGTYPE Operation against ...") to an rlock code.
 /// `from_script` marks replies of EVAL/EVALSHA, whose generic errors are script errors.

@@ -1,0 +1,226 @@
+// connection: connecting, the setup commands, and reconnecting after a failure.
+#include <algorithm>
+#include <string_view>
+
+#include "detail/connection.hpp"
+
+namespace rlock::detail {
+namespace {
+
+/// Which step a connect timeout cut short, for its message.
+const char* unfinished_step(transport::connect_phase phase) {
+  switch (phase) {
+    case transport::connect_phase::resolving:
+      return "resolving the host name";
+    case transport::connect_phase::connecting:
+      return "before the connection was accepted";
+    case transport::connect_phase::handshaking:
+      return "in the TLS handshake";
+    case transport::connect_phase::connected:
+      break;
+  }
+  return "with no answer to its setup commands";
+}
+
+}  // namespace
+
+// ---- connecting ----
+
+void connection::do_connect() {
+  std::uint64_t gen = 0;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ == state::closed) return;
+    state_ = state::connecting;
+    gen = ++generation_;
+    reader_.reset();
+    server_client_.reset();
+  }
+  connect_timer_.expires_after(opts_.connect_timeout);
+  connect_timer_.async_wait([self = shared_from_this(), gen](std::error_code ec) {
+    if (ec) return;  // cancelled: connected or closed
+    self->setup_failed(gen, make_error_code(errc::timeout),
+                       "connecting to " + self->opts_.address.to_string() + " timed out " +
+                           unfinished_step(self->transport_.phase()));
+  });
+  transport_.async_connect(
+      opts_.address, opts_.tls_context, opts_.tls,
+      [self = shared_from_this(), gen](std::error_code ec, std::string detail) {
+        self->on_transport_connected(gen, ec, std::move(detail));
+      });
+}
+
+void connection::on_transport_connected(std::uint64_t gen, std::error_code ec, std::string detail) {
+  {
+    std::lock_guard lk(mu_);
+    if (gen != generation_ || state_ != state::connecting) return;
+  }
+  if (ec) {
+    setup_failed(gen, ec, std::move(detail));
+    return;
+  }
+  start_reading(gen);
+  send_setup(gen);
+}
+
+void connection::send_setup(std::uint64_t gen) {
+  // Setup commands are written directly, ahead of any queued user request.
+  std::vector<std::vector<std::string>> cmds;
+  if (opts_.password) {
+    if (opts_.username) {
+      cmds.push_back({"AUTH", *opts_.username, *opts_.password});
+    } else {
+      cmds.push_back({"AUTH", *opts_.password});
+    }
+  } else if (opts_.username) {
+    cmds.push_back({"AUTH", *opts_.username, ""});
+  }
+  if (opts_.address.database != 0) {
+    cmds.push_back({"SELECT", std::to_string(opts_.address.database)});
+  }
+  if (!opts_.client_name.empty()) cmds.push_back({"CLIENT", "SETNAME", opts_.client_name});
+  // Earlier connections dropped with requests unanswered: closed on the server before this one
+  // sends anything else, so that none of what they carried runs after what this one sends (a
+  // resent request, the undo of one that got no answer). Best effort, as CLIENT INFO below;
+  // kept for the next setup until one answers.
+  std::vector<server_client> left_behind;
+  {
+    std::lock_guard lk(mu_);
+    left_behind = left_behind_;
+  }
+  const std::size_t first_kill = cmds.size();
+  for (const server_client& c : left_behind) {
+    const auto args = kill_args(c);
+    cmds.emplace_back(args.begin(), args.end());
+  }
+  // The connection's id on the server, to close it there should a request written on it be
+  // resent elsewhere (server_client.hpp). Command connections only: subscribers run no scripts.
+  if (!opts_.pubsub) cmds.push_back({"CLIENT", "INFO"});
+  for (const auto& text : opts_.scripts) cmds.push_back({"SCRIPT", "LOAD", text});
+  // A final PING proves the server answers even when there is nothing else to send (and,
+  // without AUTH, surfaces NOAUTH here rather than on the first user request). A server that
+  // cannot persist refuses PING with MISCONF so that health checks notice; it still serves
+  // reads, and each write reports MISCONF itself, so such a connection is used.
+  cmds.push_back({"PING"});
+
+  std::string bytes;
+  std::unique_lock lk(mu_);
+  if (gen != generation_ || state_ != state::connecting) return;
+  const std::size_t n = cmds.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::string_view> args(cmds[i].begin(), cmds[i].end());
+    encode_command(args, bytes);
+    std::string what = cmds[i][0];
+    if (what == "CLIENT" || what == "SCRIPT") what += " " + cmds[i][1];
+    // The connection's name only labels it in CLIENT LIST: a server that refuses CLIENT
+    // SETNAME (the command renamed away, an ACL without it) is used all the same. So is one
+    // that refuses CLIENT INFO (also: older than Redis 6.2): its resends go without closing
+    // the connection they left, as before.
+    const bool identity = what == "CLIENT INFO";
+    // Answered (closed, not found, or refused): done with, unless this setup fails before.
+    std::optional<server_client> killed;
+    if (i >= first_kill && i - first_kill < left_behind.size()) {
+      killed = left_behind[i - first_kill];
+    }
+    const bool cosmetic = what == "CLIENT SETNAME" || killed || identity;
+    const bool ping = what == "PING";
+    entry e;
+    e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic, identity, ping,
+                  killed = std::move(killed), what = std::move(what)](exec_result r) {
+      const bool ignored =
+          (cosmetic && (r.ec == errc::server_error || r.ec == errc::no_permission ||
+                        r.ec == errc::command_unavailable)) ||
+          (ping && r.ec == errc::server_error && r.detail.starts_with("MISCONF"));
+      if (identity && !r.ec && r.value.is_string()) {
+        std::lock_guard id_lk(self->mu_);
+        if (gen == self->generation_) self->server_client_ = parse_client_info(r.value.str());
+      }
+      if (killed) {
+        std::lock_guard kill_lk(self->mu_);
+        std::erase(self->left_behind_, *killed);
+      }
+      if (r.ec && !ignored) {
+        std::string detail = what + " failed during connection setup";
+        if (!r.detail.empty()) detail += ": " + r.detail;
+        self->setup_failed(gen, r.ec, std::move(detail));
+      } else if (last) {
+        self->become_ready(gen);
+      }
+    };
+    push_awaiting_locked(std::move(e));
+  }
+  write_buf_ = std::move(bytes);
+  writing_ = true;
+  lk.unlock();
+  transport_.async_write(asio::buffer(write_buf_),
+                         [self = shared_from_this(), gen](std::error_code ec, std::size_t) {
+                           self->on_written(gen, ec);
+                         });
+}
+
+void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string detail) {
+  completions done;
+  {
+    std::lock_guard lk(mu_);
+    if (gen != generation_ || state_ != state::connecting) return;
+    // Failures that do not fix themselves (credentials, TLS, ACL, and any other error reply to
+    // a setup command, such as SELECT of a database the server does not have) are reported as
+    // they are until a later attempt succeeds; the rest read as not_connected meanwhile.
+    const bool sticky = ec == errc::auth_failed || ec == errc::auth_required ||
+                        ec == errc::tls_error || ec == errc::no_permission ||
+                        ec == errc::server_error || ec == errc::command_unavailable;
+    last_error_ = ec;
+    sticky_error_ = sticky;
+    ++generation_;  // ignore late completions of this attempt
+    transport_.close();
+    connect_timer_.cancel();
+    // While connecting, awaiting_ holds only the setup commands: drop them without running
+    // their callbacks (they would only report this same failure again).
+    clear_awaiting_locked();
+    // Queued user requests cannot be sent on this attempt. Fail them now with the reason so
+    // the retry layer can decide; they were certainly not written.
+    for (auto& e : pending_) {
+      if (e.req.done) done.emplace_back(std::move(e.req.done), exec_failure(ec, false, detail));
+    }
+    pending_.clear();
+    last_error_detail_ = std::move(detail);
+    writing_ = false;
+    schedule_reconnect_locked();
+  }
+  run(done);
+}
+
+void connection::become_ready(std::uint64_t gen) {
+  {
+    std::unique_lock lk(mu_);
+    if (gen != generation_ || state_ != state::connecting) return;
+    state_ = state::ready;
+    failures_ = 0;
+    last_error_.clear();
+    last_error_detail_.clear();
+    sticky_error_ = false;
+    connect_timer_.cancel();
+    start_write_locked(lk);
+  }
+  if (opts_.ping_interval.count() > 0) {
+    ping_timer_.expires_after(opts_.ping_interval);
+    ping_timer_.async_wait(
+        [self = shared_from_this()](std::error_code ec) { self->on_ping_timer(ec); });
+  }
+  if (handlers_.on_ready) handlers_.on_ready();
+}
+
+void connection::schedule_reconnect_locked() {
+  state_ = state::backoff;
+  ++failures_;
+  long long ms = opts_.reconnect_delay_min.count();
+  for (int i = 1; i < failures_ && ms < opts_.reconnect_delay_max.count(); ++i) ms *= 2;
+  ms = std::min<long long>(ms, opts_.reconnect_delay_max.count());
+  std::uniform_int_distribution<long long> jitter(ms / 2, ms);
+  reconnect_timer_.expires_after(std::chrono::milliseconds(jitter(rng_)));
+  reconnect_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+    if (!ec) self->do_connect();
+  });
+}
+
+}  // namespace rlock::detail
