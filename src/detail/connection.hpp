@@ -168,8 +168,9 @@ class connection : public std::enable_shared_from_this<connection> {
   void on_readable(std::uint64_t gen, std::error_code ec);
   struct read_outcome {
     enum class kind { drained, eof, failed, corrupt } what = kind::drained;
-    bool any = false;  // some bytes were read
-    int error = 0;     // errno, for failed
+    bool any = false;      // some bytes were read
+    int error = 0;         // errno, for failed
+    std::string detail{};  // for corrupt: what the parser found
   };
   read_outcome read_available_locked(completions& out);
   void after_read(std::uint64_t gen, const read_outcome& o);

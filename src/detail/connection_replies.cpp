@@ -9,6 +9,17 @@
 #include "detail/connection.hpp"
 
 namespace rlock::detail {
+namespace {
+
+/// Why a stream that is not RESP was dropped: most often something other than Redis on the
+/// port (a web server, an HTTP proxy, a TLS server on a redis:// URL).
+std::string unparseable(const resp_reader& r) {
+  std::string text = "unparseable reply from server";
+  if (const std::string why = r.error_text(); !why.empty()) text += " (" + why + ")";
+  return text + ": is it a Redis server?";
+}
+
+}  // namespace
 
 // ---- reading ----
 
@@ -55,9 +66,10 @@ void connection::on_read(std::uint64_t gen, std::error_code ec, std::size_t n) {
     if (!reader_.next(r, perr)) break;
     handle_reply(std::move(r), done);
   }
+  const std::string corrupt = perr ? unparseable(reader_) : std::string();
   run(done);
   if (perr) {
-    drop(gen, perr, "unparseable reply from server");
+    drop(gen, perr, corrupt);
     return;
   }
   read_some(gen);
@@ -190,6 +202,7 @@ connection::read_outcome connection::read_available_locked(completions& out) {
       }
       if (perr) {
         o.what = read_outcome::kind::corrupt;
+        o.detail = unparseable(reader_);
         return o;
       }
       continue;
@@ -219,7 +232,7 @@ void connection::after_read(std::uint64_t gen, const read_outcome& o) {
            "read failed: " + std::system_category().message(o.error));
       return;
     case read_outcome::kind::corrupt:
-      drop(gen, make_error_code(errc::protocol_error), "unparseable reply from server");
+      drop(gen, make_error_code(errc::protocol_error), o.detail);
       return;
   }
 }

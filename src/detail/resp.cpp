@@ -112,6 +112,10 @@ bool resp_reader::next(reply& out, std::error_code& ec) {
   return true;
 }
 
+std::string resp_reader::error_text() const {
+  return reader_->err != 0 ? std::string(reader_->errstr) : std::string();
+}
+
 void resp_reader::reset() {
   redisReaderFree(reader_);
   reader_ = make_reader();

@@ -36,6 +36,9 @@ class resp_reader {
   /// Takes the next complete reply into `out` and returns true; false when more bytes are needed.
   /// Sets ec to errc::protocol_error when the stream is corrupt (the connection must be closed).
   bool next(reply& out, std::error_code& ec);
+  /// After next() reported a corrupt stream: hiredis's account of it (for example `Protocol
+  /// error, got "H" as reply type byte`); empty before.
+  std::string error_text() const;
   /// Drops all buffered state (after a reconnect).
   void reset();
 

@@ -55,6 +55,18 @@ TEST(cli_connection, a_failed_setup_step_is_named_with_the_servers_text) {
       << r.err;
 }
 
+// A web server or an HTTP proxy on the port answers in HTTP: exit 69, and the message quotes
+// the parser and asks whether it is a Redis server.
+TEST(cli_connection, something_other_than_redis_on_the_port_exits_69_and_says_so) {
+  loopback_listener http(listener_behaviour::answers_http);
+  const auto r =
+      run_rlock({"exec", "x", "--url", http.url(), "--connect-timeout", "2s", "--", "true"});
+  EXPECT_EQ(r.status, 69) << r.err;
+  EXPECT_LT(r.ms, 3000);
+  EXPECT_NE(r.err.find("Protocol error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is it a Redis server?"), std::string::npos) << r.err;
+}
+
 TEST(cli_connection, a_read_only_replica_exits_69_and_says_so) {
   redis_server master;
   redis_server replica(

@@ -111,6 +111,34 @@ TEST(hostile_disconnect, a_server_that_closes_at_once_gives_not_connected_within
   EXPECT_GE(server.accepted(), 1U);
 }
 
+// Something other than Redis on the port (a web server, an HTTP proxy): it answers the setup
+// commands with HTTP. Requests fail within their budget like against a server that closes at
+// once, and what() says why: the parser's account of the bytes, and the likely cause.
+TEST(hostile_disconnect, a_server_that_answers_http_gives_not_connected_saying_it_is_not_resp) {
+  loopback_listener server(listener_behaviour::answers_http);
+  const config cfg = config_for_listener(server.url(), 500ms);
+  client c(cfg);
+
+  const outcome ping = run_bounded([&] { return c.execute({"PING"}).str() == "PONG"; });
+  EXPECT_EQ(ping.ec, errc::not_connected) << ping.what;
+  EXPECT_LT(ping.took, retry_budget(cfg).count());
+  EXPECT_NE(ping.what.find("unparseable reply from server (Protocol error, got \"H\""),
+            std::string::npos)
+      << ping.what;
+  EXPECT_NE(ping.what.find("is it a Redis server?"), std::string::npos) << ping.what;
+
+  auto l = c.get_lock("x");
+  const outcome locked = run_bounded([&] {
+    l.lock();
+    return true;
+  });
+  EXPECT_EQ(locked.ec, errc::not_connected) << locked.what;
+  EXPECT_LT(locked.took, retry_budget(cfg).count());
+  EXPECT_NE(locked.what.find("is it a Redis server?"), std::string::npos) << locked.what;
+  EXPECT_GE(server.accepted(), 1U);
+  EXPECT_GE(server.bytes_read(), 1U);
+}
+
 // A server that closes idle clients (redis.conf `timeout`, in seconds; subscribers are exempt)
 // closes the command connection between a held lock's renewals. The client opens a new one each
 // time: the hold is renewed past its first lease, never reported lost, and released as usual.

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -59,7 +60,8 @@ struct loopback_listener::state {
       fds.push_back({wake[0], POLLIN, 0});
       // never_accept leaves its queue full: poll() ignores a negative descriptor.
       fds.push_back({behaviour == listener_behaviour::never_accept ? -1 : listen_fd, POLLIN, 0});
-      if (behaviour == listener_behaviour::silent) {
+      if (behaviour == listener_behaviour::silent ||
+          behaviour == listener_behaviour::answers_http) {
         for (const int c : clients) fds.push_back({c, POLLIN, 0});
       }
       if (::poll(fds.data(), fds.size(), -1) < 0) {
@@ -73,6 +75,7 @@ struct loopback_listener::state {
         const ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
         if (n > 0) {
           bytes += static_cast<std::uint64_t>(n);
+          if (behaviour == listener_behaviour::answers_http) answer_http(fds[i].fd);
         } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
           forget(fds[i].fd);  // the client closed: nothing more to read
         }
@@ -93,6 +96,14 @@ struct loopback_listener::state {
       ++accepted;
     }
     cv.notify_all();
+  }
+
+  // What a web server or an HTTP proxy sends back to bytes that are not HTTP.
+  void answer_http(int fd) {
+    static constexpr std::string_view response =
+        "HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
+    [[maybe_unused]] const ssize_t n = ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+    forget(fd);
   }
 
   void forget(int fd) {

@@ -9,6 +9,8 @@
 //   never_accept   a listener whose accept queue is full (a connection of its own fills it) and
 //                  is never drained: the kernel drops new connections' SYNs, so their connect()
 //                  neither completes nor fails (a host that drops packets, on loopback).
+//   answers_http   accept, and answer the first bytes read with an HTTP 400 response, then
+//                  close: a web server or HTTP proxy on the port, not Redis.
 //
 // Guarantees:
 //  - Listens on a kernel-chosen port of 127.0.0.1 before the constructor returns (throws
@@ -26,7 +28,7 @@
 
 namespace rlock::test {
 
-enum class listener_behaviour { close_at_once, silent, never_read, never_accept };
+enum class listener_behaviour { close_at_once, silent, never_read, never_accept, answers_http };
 
 class loopback_listener {
  public:

@@ -292,6 +292,22 @@ TEST(resp_reader, corrupt_type_byte_is_a_protocol_error) {
   EXPECT_EQ(ec, rlock::errc::protocol_error);
 }
 
+TEST(resp_reader, error_text_names_what_broke_the_stream_only_after_it_broke) {
+  resp_reader r;
+  EXPECT_EQ(r.error_text(), "");
+  const std::string http = "HTTP/1.1 400 Bad Request\r\n";
+  r.feed(http.data(), http.size());
+  EXPECT_EQ(r.error_text(), "");  // fed, not parsed yet
+  reply out;
+  std::error_code ec;
+  EXPECT_FALSE(r.next(out, ec));
+  EXPECT_EQ(ec, rlock::errc::protocol_error);
+  EXPECT_NE(r.error_text().find("Protocol error"), std::string::npos) << r.error_text();
+  EXPECT_NE(r.error_text().find("\"H\""), std::string::npos) << r.error_text();
+  r.reset();
+  EXPECT_EQ(r.error_text(), "");
+}
+
 TEST(resp_reader, corrupt_after_good_reply_returns_good_reply_first) {
   resp_reader r;
   const std::string bytes = "+OK\r\n?garbage\r\n";
