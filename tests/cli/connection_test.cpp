@@ -67,6 +67,20 @@ TEST(cli_connection, something_other_than_redis_on_the_port_exits_69_and_says_so
   EXPECT_NE(r.err.find("is it a Redis server?"), std::string::npos) << r.err;
 }
 
+// A Redis Sentinel answers PING but has no SCRIPT: exit 69, the server's text, and a hint that
+// rlock needs the master's own address.
+TEST(cli_connection, a_sentinel_port_exits_69_and_points_to_the_master) {
+  redis_server sentinel(server_options{.extra_args = {"--sentinel"}});
+  const auto r = run_rlock({"status", "x", "--url", sentinel.url(), "--connect-timeout", "2s"});
+  EXPECT_EQ(r.status, 69) << r.err;
+  EXPECT_NE(r.err.find("ERR unknown command 'SCRIPT'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is this a Redis Sentinel port?"), std::string::npos) << r.err;
+  redis_server plain;
+  const auto ok = run_rlock({"status", "x", "--url", plain.url()});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("Sentinel"), std::string::npos) << ok.err;
+}
+
 TEST(cli_connection, a_read_only_replica_exits_69_and_says_so) {
   redis_server master;
   redis_server replica(

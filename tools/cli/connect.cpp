@@ -52,6 +52,18 @@ std::string scheme_hint(const rlock::server_address& address, const std::string&
   return "";
 }
 
+/// A hint when the port serves Redis Sentinel: it answers PING but knows no SCRIPT (nor EVALSHA),
+/// and rlock does not follow Sentinel to the master. (A server with SCRIPT renamed away answers
+/// the same; the hint asks rather than says.)
+std::string sentinel_hint(const std::string& why) {
+  if (why.find("SCRIPT LOAD failed during connection setup: ERR unknown command") ==
+      std::string::npos) {
+    return "";
+  }
+  return "; is this a Redis Sentinel port? rlock needs the master's own address "
+         "(SENTINEL GET-MASTER-ADDR-BY-NAME <master-name> tells it)";
+}
+
 /// Why the client could not connect, once its own connect timeout has had its chance to fire:
 /// the CLI's deadline equals it, so the library's record may lag it by a moment (bounded).
 rlock::connection_status failure_of(const rlock::client& client) {
@@ -131,7 +143,7 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     const int code = exit_code_for(result->ec);
     std::string text = "cannot use " + where + ": " + result->ec.message();
     if (!result->why.empty()) text += "; " + result->why;
-    text += scheme_hint(address, result->why);
+    text += scheme_hint(address, result->why) + sentinel_hint(result->why);
     if (!password_given &&
         (result->ec == rlock::errc::auth_failed || result->ec == rlock::errc::auth_required)) {
       text += "; no password was given (--password-file, or one in $RLOCK_URL or $RLOCK_PASSWORD)";
