@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace rlock {
 
@@ -69,14 +70,36 @@ server_address parse_url(std::string_view url);
 /// Client configuration. The names follow Redisson's Config/BaseConfig so that settings carry
 /// over; defaults are Redisson 4.7's unless the comment says "rlock default".
 struct config {
-  // ---- topology (this release: a single server) ----
-  /// The server's URL. Credentials in the URL override username/password below. No Sentinel
-  /// or Cluster redirection is followed: given a Redis Cluster node, locks whose slot that
-  /// node serves work, and the others fail on their first attempt with errc::cluster_redirect.
+  // ---- topology: a single server, or a master found through Redis Sentinel ----
+  /// The server's URL. Credentials in the URL override username/password below. No Cluster
+  /// redirection is followed: given a Redis Cluster node, locks whose slot that node serves
+  /// work, and the others fail on their first attempt with errc::cluster_redirect. Unused in
+  /// Sentinel mode.
   std::string address = "redis://127.0.0.1:6379";
+  /// The master's (in Sentinel mode) or the server's user and password.
   std::optional<std::string> username;
   std::optional<std::string> password;
   int database = 0;
+  /// Sentinel mode (Redisson's SentinelServersConfig), when not empty: the name of the master
+  /// the Sentinels in sentinel_addresses monitor. Every connection, on every (re)connect, asks
+  /// the Sentinels for the master's address (the one that answered last first, then the others
+  /// in turn, each within connect_timeout), connects there and checks with ROLE that the server
+  /// is a master; a server that is not (a failover under way) fails that connect, and the next
+  /// one asks again. A command answered READONLY (the master was demoted under the connection)
+  /// closes the connection, so the next command goes to the new master.
+  /// What holds across a failover: Redis replicates asynchronously, so a lock acquired on the old
+  /// master just before it failed may be missing on the new one; its holder learns that at its
+  /// next renewal (errc::lock_lost, through the lock's loss notification), and another client
+  /// may take the lock meanwhile. Until Sentinel has demoted an old master that is still
+  /// running, connections that stay up keep using it. Use fencing tokens (fenced_lock) where
+  /// this matters.
+  std::string master_name;
+  /// The Sentinels' URLs (redis:// or rediss://; credentials in a URL are the Sentinel's, and
+  /// override sentinel_username/sentinel_password). The master is reached with the scheme of
+  /// the Sentinel that named it, the tls options, username/password and database above.
+  std::vector<std::string> sentinel_addresses;
+  std::optional<std::string> sentinel_username;
+  std::optional<std::string> sentinel_password;
   /// Sent as CLIENT SETNAME on every connection when not empty.
   std::string client_name;
   tls_options tls;

@@ -335,6 +335,7 @@ void connection::close() {
     pending_.clear();
   }
   asio::post(strand_, [self = shared_from_this()] {
+    self->stop_sentinel_query();
     self->transport_.close();
     self->connect_timer_.cancel();
     self->reconnect_timer_.cancel();

@@ -37,6 +37,12 @@
 // carries (exec_result::unknown_on) so that a resend can close it there first
 // (server_client.hpp); after a drop with requests unanswered, the next setup closes the old
 // connection there too (CLIENT KILL), before anything else goes out on the new one.
+//
+// Sentinel mode (connection_options::sentinels): each connect first asks the Sentinels where the
+// master is (connection_sentinel.cpp), on a connection of its own to each Sentinel in turn, and
+// the setup adds ROLE: a server that is not a master fails the connect with errc::read_only
+// (not sticky), and the next connect asks again. When no Sentinel names the master, the connect
+// fails with each one's reason in the detail.
 #pragma once
 
 #include <array>
@@ -95,6 +101,14 @@ struct connection_options {
   std::vector<std::string> scripts;
   /// Pub/sub mode: push messages go to on_push instead of completing requests.
   bool pubsub = false;
+  /// Sentinel mode, when not empty: on every (re)connect the connection asks these Sentinels
+  /// (the one that answered last first, then the others in turn, each within connect_timeout)
+  /// for the address of master `master_name`, connects there with `address`'s scheme,
+  /// credentials and database, and checks with ROLE during setup that the server is a master.
+  /// `address`'s host and port are then replaced by each answer. A READONLY reply (the master
+  /// was demoted) drops the connection, which then asks the Sentinels again.
+  std::vector<server_address> sentinels;
+  std::string master_name;
 };
 
 class connection : public std::enable_shared_from_this<connection> {
@@ -135,7 +149,6 @@ class connection : public std::enable_shared_from_this<connection> {
   /// The error of the last failed connect and its description, if the connection is not ready
   /// (empty once a connect succeeds).
   std::pair<std::error_code, std::string> last_failure() const;
-  const server_address& address() const { return opts_.address; }
 
  private:
   struct entry {
@@ -147,6 +160,17 @@ class connection : public std::enable_shared_from_this<connection> {
   using completions = std::vector<completion>;
 
   void do_connect();
+  // Connects to opts_.address (the master the Sentinels named, in Sentinel mode).
+  void connect_to_address(std::uint64_t gen);
+  // Sentinel mode (connection_sentinel.cpp): asks the `tried`-th Sentinel after the one that
+  // answered last for the master's address; `failures` says why the ones before did not tell.
+  void ask_sentinel(std::uint64_t gen, std::size_t tried, std::vector<std::string> failures);
+  void on_sentinel_answer(std::uint64_t gen, std::size_t tried, std::vector<std::string> failures,
+                          exec_result answer);
+  // Closes the query to a Sentinel under way, if any (on the strand).
+  void stop_sentinel_query();
+  // Sentinel mode: the server's answer to ROLE during setup, as an error when it is no master.
+  std::optional<std::string> not_master(const exec_result& role) const;
   void on_transport_connected(std::uint64_t gen, std::error_code ec, std::string detail);
   void send_setup(std::uint64_t gen);
   void setup_failed(std::uint64_t gen, std::error_code ec, std::string detail);
@@ -235,6 +259,10 @@ class connection : public std::enable_shared_from_this<connection> {
   std::vector<server_client> left_behind_;
   static constexpr std::size_t max_left_behind = 8;
   int failures_ = 0;
+  // Sentinel mode, on the strand: the connection to the Sentinel being asked, and the index of
+  // the Sentinel to ask first (the one that answered last).
+  std::shared_ptr<connection> sentinel_query_;
+  std::size_t sentinel_first_ = 0;
   clock::time_point last_read_ = clock::now();
   std::minstd_rand rng_{std::random_device{}()};
 };

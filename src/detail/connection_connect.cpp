@@ -36,6 +36,15 @@ void connection::do_connect() {
     reader_.reset();
     server_client_.reset();
   }
+  // Sentinel mode: first asks where the master is; each Sentinel's query has its own bound.
+  if (!opts_.sentinels.empty()) {
+    ask_sentinel(gen, 0, {});
+    return;
+  }
+  connect_to_address(gen);
+}
+
+void connection::connect_to_address(std::uint64_t gen) {
   connect_timer_.expires_after(opts_.connect_timeout);
   connect_timer_.async_wait([self = shared_from_this(), gen](std::error_code ec) {
     if (ec) return;  // cancelled: connected or closed
@@ -96,6 +105,9 @@ void connection::send_setup(std::uint64_t gen) {
   // The connection's id on the server, to close it there should a request written on it be
   // resent elsewhere (server_client.hpp). Command connections only: subscribers run no scripts.
   if (!opts_.pubsub) cmds.push_back({"CLIENT", "INFO"});
+  // Sentinel mode: the server the Sentinels named must still be the master (during a failover
+  // they may name the old one, which is then being demoted).
+  if (!opts_.sentinels.empty()) cmds.push_back({"ROLE"});
   for (const auto& text : opts_.scripts) cmds.push_back({"SCRIPT", "LOAD", text});
   // A final PING proves the server answers even when there is nothing else to send (and,
   // without AUTH, surfaces NOAUTH here rather than on the first user request). A server that
@@ -124,9 +136,16 @@ void connection::send_setup(std::uint64_t gen) {
     }
     const bool cosmetic = what == "CLIENT SETNAME" || killed || identity;
     const bool ping = what == "PING";
+    const bool role = what == "ROLE";
     entry e;
     e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic, identity, ping,
-                  killed = std::move(killed), what = std::move(what)](exec_result r) {
+                  role, killed = std::move(killed), what = std::move(what)](exec_result r) {
+      if (role) {
+        if (auto why = self->not_master(r)) {
+          self->setup_failed(gen, make_error_code(errc::read_only), std::move(*why));
+          return;
+        }
+      }
       const bool ignored =
           (cosmetic && (r.ec == errc::server_error || r.ec == errc::no_permission ||
                         r.ec == errc::command_unavailable)) ||

@@ -151,6 +151,16 @@ void connection::handle_reply_locked(reply r, completions& out) {
     std::string_view text = r.str();
     while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
     res.detail = std::string(text);
+    // Sentinel mode: the master was demoted under this connection (Sentinel closes a demoted
+    // master's clients, but only once it has reconfigured it). Reconnecting asks the Sentinels
+    // for the new one.
+    if (res.ec == errc::read_only && !opts_.sentinels.empty()) {
+      asio::post(strand_, [self = shared_from_this(), gen = generation_] {
+        self->drop(gen, make_error_code(errc::connection_lost),
+                   self->opts_.address.to_string() +
+                       " is a replica now (READONLY): asking the Sentinels for the master");
+      });
+    }
   }
   res.value = std::move(r);
   out.emplace_back(std::move(done.req.done), std::move(res));

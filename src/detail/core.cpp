@@ -149,9 +149,40 @@ void validate(const config& c) {
   if (c.lock_watchdog_batch_size < 1) bad("lock_watchdog_batch_size must be at least 1");
   if (c.lock_queue_liveness.count() < 30) bad("lock_queue_liveness must be at least 30 ms");
   if (c.database < 0) bad("database must not be negative");
+  if (!c.master_name.empty() && c.sentinel_addresses.empty()) {
+    bad("master_name is set (Sentinel mode) but sentinel_addresses is empty");
+  }
+  if (c.master_name.empty() && !c.sentinel_addresses.empty()) {
+    bad("sentinel_addresses is set but master_name is empty (the name the Sentinels monitor)");
+  }
   if (c.blocking_spin.count() < 0 || c.blocking_spin > std::chrono::seconds(1)) {
     bad("blocking_spin must be from 0 to 1 s");
   }
+}
+
+/// Sentinel mode's connection options: the Sentinels, the master's name, and the master's
+/// scheme (the first Sentinel's), credentials and database. Plain options without master_name.
+connection_options sentinel_options(const config& c) {
+  connection_options opts;
+  if (c.master_name.empty()) return opts;
+  for (const std::string& url : c.sentinel_addresses) {
+    server_address a = parse_url(url);
+    if (a.kind == server_address::scheme::unix_socket) {
+      throw error(make_error_code(errc::invalid_argument),
+                  "invalid config: sentinel_addresses must be redis:// or rediss:// URLs, not " +
+                      a.to_string());
+    }
+    if (!a.username) a.username = c.sentinel_username;
+    if (!a.password) a.password = c.sentinel_password;
+    opts.sentinels.push_back(std::move(a));
+  }
+  opts.master_name = c.master_name;
+  opts.address.kind = opts.sentinels.front().kind;
+  opts.address.host = opts.sentinels.front().host;  // until the first answer
+  opts.address.database = c.database;
+  opts.username = c.username;
+  opts.password = c.password;
+  return opts;
 }
 
 }  // namespace
@@ -164,14 +195,16 @@ core::core(config cfg, const std::vector<const script*>& scripts)
       id_(make_uuid(cfg_.lock_queue ? 8 : 4)),
       work_(asio::make_work_guard(io_)) {
   validate(cfg_);
-  connection_options opts;
-  opts.address = address_;
-  if (opts.address.database == 0) opts.address.database = cfg_.database;
-  opts.username = address_.username ? address_.username : cfg_.username;
-  opts.password = address_.password ? address_.password : cfg_.password;
+  connection_options opts = sentinel_options(cfg_);
+  if (opts.sentinels.empty()) {
+    opts.address = address_;
+    if (opts.address.database == 0) opts.address.database = cfg_.database;
+    opts.username = address_.username ? address_.username : cfg_.username;
+    opts.password = address_.password ? address_.password : cfg_.password;
+  }
   opts.client_name = cfg_.client_name;
   opts.tls = cfg_.tls;
-  if (address_.kind == server_address::scheme::rediss)
+  if (opts.address.kind == server_address::scheme::rediss)
     opts.tls_context = make_tls_context(cfg_.tls);
   opts.connect_timeout = cfg_.connect_timeout;
   opts.reconnect_delay_min = cfg_.reconnect_delay_min;

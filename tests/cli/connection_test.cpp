@@ -81,6 +81,40 @@ TEST(cli_connection, a_sentinel_port_exits_69_and_points_to_the_master) {
   EXPECT_EQ(ok.err.find("Sentinel"), std::string::npos) << ok.err;
 }
 
+TEST(cli_connection, exec_finds_the_master_through_a_sentinel) {
+  redis_server master;
+  redis_server replica(
+      server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
+  redis_server sentinel(
+      server_options{.extra_args = {"--sentinel", "monitor", "mymaster", "127.0.0.1",
+                                    std::to_string(master.port()), "1"}});
+  temp_dir dir("rlock-cli");
+  const auto held = dir.path() / "held";
+  // The command sees the lock held on the master while it runs.
+  const auto r = run_rlock({"exec", "via-sentinel", "--sentinel", sentinel.url(), "--master-name",
+                            "mymaster", "--", "sh", "-c",
+                            "redis-cli -p " + std::to_string(master.port()) +
+                                " exists via-sentinel > " + held.string()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::ifstream in(held);
+  std::string exists;
+  std::getline(in, exists);
+  EXPECT_EQ(exists, "1");
+  EXPECT_EQ(master.cli({"EXISTS", "via-sentinel"}), "0");  // released
+
+  const auto unknown = run_rlock({"status", "x", "--sentinel", sentinel.url(), "--master-name",
+                                  "nope", "--connect-timeout", "2s"});
+  EXPECT_EQ(unknown.status, 69) << unknown.err;
+  EXPECT_NE(unknown.err.find("it monitors no master named 'nope'"), std::string::npos)
+      << unknown.err;
+  const auto alone = run_rlock({"status", "x", "--sentinel", sentinel.url()});
+  EXPECT_EQ(alone.status, 64) << alone.err;
+  EXPECT_NE(alone.err.find("--sentinel needs --master-name"), std::string::npos) << alone.err;
+  const auto both = run_rlock(
+      {"status", "x", "--sentinel", sentinel.url(), "--master-name", "m", "--url", master.url()});
+  EXPECT_EQ(both.status, 64) << both.err;
+}
+
 TEST(cli_connection, a_read_only_replica_exits_69_and_says_so) {
   redis_server master;
   redis_server replica(

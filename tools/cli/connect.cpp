@@ -60,8 +60,17 @@ std::string sentinel_hint(const std::string& why) {
       std::string::npos) {
     return "";
   }
-  return "; is this a Redis Sentinel port? rlock needs the master's own address "
-         "(SENTINEL GET-MASTER-ADDR-BY-NAME <master-name> tells it)";
+  return "; is this a Redis Sentinel port? use --sentinel URL --master-name NAME, or the "
+         "master's own address";
+}
+
+/// Sentinel mode's "where": the master's name and the Sentinels asked for it.
+std::string sentinel_master_name(const rlock::config& cfg) {
+  std::string text = "master '" + cfg.master_name + "' via Sentinel";
+  for (std::size_t i = 0; i < cfg.sentinel_addresses.size(); ++i) {
+    text += (i == 0 ? " " : ", ") + rlock::parse_url(cfg.sentinel_addresses[i]).to_string();
+  }
+  return text;
 }
 
 /// Why the client could not connect, once its own connect timeout has had its chance to fire:
@@ -79,8 +88,10 @@ rlock::connection_status failure_of(const rlock::client& client) {
 }  // namespace
 
 rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrupt) {
-  const rlock::server_address address = rlock::parse_url(cfg.address);
-  const std::string where = address.to_string();
+  const bool sentinel_mode = !cfg.master_name.empty();
+  const rlock::server_address address =
+      rlock::parse_url(sentinel_mode ? cfg.sentinel_addresses.front() : cfg.address);
+  const std::string where = sentinel_mode ? sentinel_master_name(cfg) : address.to_string();
   const bool password_given = cfg.password.has_value() || address.password.has_value();
   rlock::client client = [&] {
     try {
@@ -121,7 +132,8 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
         text +=
             ": " + (st.detail.starts_with(prefix) ? st.detail.substr(prefix.size()) : st.detail);
       }
-      throw command_error(exit_codes::unavailable, text + scheme_hint(address, st.detail));
+      throw command_error(exit_codes::unavailable,
+                          text + (sentinel_mode ? "" : scheme_hint(address, st.detail)));
     }
     pollfd fds[2] = {{result->flag.fd(), POLLIN, 0}, {-1, POLLIN, 0}};
     if (interrupt != nullptr) fds[1].fd = interrupt->fd();
@@ -143,7 +155,7 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     const int code = exit_code_for(result->ec);
     std::string text = "cannot use " + where + ": " + result->ec.message();
     if (!result->why.empty()) text += "; " + result->why;
-    text += scheme_hint(address, result->why) + sentinel_hint(result->why);
+    if (!sentinel_mode) text += scheme_hint(address, result->why) + sentinel_hint(result->why);
     if (!password_given &&
         (result->ec == rlock::errc::auth_failed || result->ec == rlock::errc::auth_required)) {
       text += "; no password was given (--password-file, or one in $RLOCK_URL or $RLOCK_PASSWORD)";

@@ -119,6 +119,22 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
   app.add_flag("--tls-insecure", opts.tls_insecure,
                "Do not verify the server certificate (testing only)")
       ->group(group);
+  app.add_option("--sentinel", opts.sentinels,
+                 "Redis Sentinel to find the master through (repeat for each Sentinel): "
+                 "redis://host:port or rediss://...; needs --master-name, replaces --url")
+      ->type_name("URL")
+      ->check(non_empty())
+      ->group(group);
+  app.add_option("--master-name", opts.master_name,
+                 "Name of the master the --sentinel Sentinels monitor")
+      ->type_name("NAME")
+      ->check(non_empty())
+      ->group(group);
+  app.add_option("--sentinel-password-file", opts.sentinel_password_file,
+                 "Read the Sentinels' own password from the first line of FILE")
+      ->type_name("FILE")
+      ->check(non_empty())
+      ->group(group);
   add_duration_option(app, "--timeout", opts.timeout, "Timeout of each Redis request",
                       duration_bound::positive)
       ->group(group);
@@ -151,28 +167,58 @@ std::vector<std::string> secret_environment_names() {
   return names;
 }
 
-rlock::config make_config(const connection_options& opts) {
-  rlock::config cfg;
-  cfg.address = resolve_url(opts);
-  std::error_code ec;
-  std::string why;
-  const auto address = rlock::parse_url(cfg.address, ec, &why);
-  const std::string source = !opts.url.empty() ? "--url" : "$RLOCK_URL";
-  if (!address) throw usage_error("invalid " + source + ": " + why);
-  if (!opts.url.empty() && address->password) {
-    // Options show in ps and shell histories; $RLOCK_URL may carry one (the environment).
-    throw usage_error(
-        "--url must not contain a password (it would show in ps): use --password-file or "
-        "$RLOCK_PASSWORD");
+namespace {
+
+/// Sentinel mode's part of make_config: the Sentinels, the master's name, and the scheme TLS
+/// options must match (the first Sentinel's). Returns nullopt without --master-name.
+std::optional<rlock::server_address> sentinel_config(const connection_options& opts,
+                                                     rlock::config& cfg) {
+  if (opts.master_name.empty() && opts.sentinels.empty()) {
+    if (!opts.sentinel_password_file.empty()) {
+      throw usage_error("--sentinel-password-file needs --sentinel and --master-name");
+    }
+    return std::nullopt;
   }
-  if (!opts.user.empty() && address->username && *address->username != opts.user) {
-    throw usage_error("--user '" + opts.user + "' contradicts the user '" + *address->username +
-                      "' in " + source + ": name the user once, or the same in both");
+  if (opts.master_name.empty()) throw usage_error("--sentinel needs --master-name");
+  if (opts.sentinels.empty()) throw usage_error("--master-name needs at least one --sentinel");
+  if (!opts.url.empty()) {
+    throw usage_error("--url and --sentinel exclude each other: the Sentinels name the master");
   }
+  std::optional<rlock::server_address> first;
+  for (const std::string& url : opts.sentinels) {
+    std::error_code ec;
+    std::string why;
+    const auto a = rlock::parse_url(url, ec, &why);
+    if (!a) throw usage_error("invalid --sentinel: " + why);
+    if (a->kind == rlock::server_address::scheme::unix_socket) {
+      throw usage_error("--sentinel must be a redis:// or rediss:// URL (got " + a->to_string() +
+                        ")");
+    }
+    if (a->password) {
+      throw usage_error(
+          "--sentinel must not contain a password (it would show in ps): use "
+          "--sentinel-password-file");
+    }
+    if (first && a->kind != first->kind) {
+      throw usage_error("--sentinel URLs mix redis:// and rediss://");
+    }
+    if (!first) first = a;
+  }
+  cfg.master_name = opts.master_name;
+  cfg.sentinel_addresses = opts.sentinels;
+  if (!opts.sentinel_password_file.empty()) {
+    cfg.sentinel_password =
+        read_first_line(opts.sentinel_password_file, "--sentinel-password-file");
+  }
+  return first;
+}
+
+rlock::config finish_config(const connection_options& opts, rlock::config cfg,
+                            const rlock::server_address& address) {
   const bool tls_given = !opts.tls_ca.empty() || !opts.tls_cert.empty() || !opts.tls_key.empty() ||
                          !opts.tls_server_name.empty() || opts.tls_insecure;
-  if (tls_given && address->kind != rlock::server_address::scheme::rediss) {
-    throw usage_error("TLS options need a rediss:// URL (got " + address->to_string() + ")");
+  if (tls_given && address.kind != rlock::server_address::scheme::rediss) {
+    throw usage_error("TLS options need a rediss:// URL (got " + address.to_string() + ")");
   }
   if (opts.tls_cert.empty() != opts.tls_key.empty()) {
     throw usage_error("--tls-cert and --tls-key go together");
@@ -187,14 +233,14 @@ rlock::config make_config(const connection_options& opts) {
   cfg.tls.verify_peer = !opts.tls_insecure;
   if (!opts.user.empty()) cfg.username = opts.user;
   cfg.password = resolve_password(opts);
-  if (!opts.password_file.empty() && address->password) {
+  if (!opts.password_file.empty() && address.password) {
     // The URL's credentials would override the file's password (rlock::config): the explicit
     // option wins, so the password is taken out of the URL (it can only be $RLOCK_URL's).
-    rlock::server_address bare = *address;
+    rlock::server_address bare = address;
     bare.username.reset();
     bare.password.reset();
     cfg.address = bare.to_string();
-    if (address->username) cfg.username = address->username;
+    if (address.username) cfg.username = address.username;
   }
   cfg.client_name = "rlock-cli";
   cfg.timeout = opts.timeout;
@@ -224,6 +270,32 @@ rlock::config make_config(const connection_options& opts) {
   return cfg;
 }
 
+}  // namespace
+
+rlock::config make_config(const connection_options& opts) {
+  rlock::config cfg;
+  if (const auto sentinel = sentinel_config(opts, cfg)) {
+    return finish_config(opts, std::move(cfg), *sentinel);
+  }
+  cfg.address = resolve_url(opts);
+  std::error_code ec;
+  std::string why;
+  const auto address = rlock::parse_url(cfg.address, ec, &why);
+  const std::string source = !opts.url.empty() ? "--url" : "$RLOCK_URL";
+  if (!address) throw usage_error("invalid " + source + ": " + why);
+  if (!opts.url.empty() && address->password) {
+    // Options show in ps and shell histories; $RLOCK_URL may carry one (the environment).
+    throw usage_error(
+        "--url must not contain a password (it would show in ps): use --password-file or "
+        "$RLOCK_PASSWORD");
+  }
+  if (!opts.user.empty() && address->username && *address->username != opts.user) {
+    throw usage_error("--user '" + opts.user + "' contradicts the user '" + *address->username +
+                      "' in " + source + ": name the user once, or the same in both");
+  }
+  return finish_config(opts, std::move(cfg), *address);
+}
+
 std::vector<std::string> connection_arguments(const connection_options& opts) {
   const auto ms_text = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
   std::vector<std::string> a{"--timeout", ms_text(opts.timeout), "--connect-timeout",
@@ -241,6 +313,9 @@ std::vector<std::string> connection_arguments(const connection_options& opts) {
   add("--tls-key", opts.tls_key);
   add("--tls-server-name", opts.tls_server_name);
   if (opts.tls_insecure) a.emplace_back("--tls-insecure");
+  for (const std::string& sentinel : opts.sentinels) add("--sentinel", sentinel);
+  add("--master-name", opts.master_name);
+  add("--sentinel-password-file", opts.sentinel_password_file);
   return a;
 }
 

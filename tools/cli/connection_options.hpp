@@ -8,11 +8,17 @@
 //   user      --user NAME or the URL's own (ACL user); both given and different: usage error
 //   TLS       rediss:// URLs; --tls-ca, --tls-cert, --tls-key, --tls-server-name,
 //             --tls-insecure
+//   Sentinel  --master-name NAME with one --sentinel URL per Sentinel (instead of --url and
+//             $RLOCK_URL): the master is found through them on every connect, and reached with
+//             the Sentinels' scheme, --user and the password above; a Sentinel's own password
+//             comes from --sentinel-password-file, never from its URL
 //
 // Guarantees of make_config(): it validates everything it can without the network and throws
 // command_error: usage (64) for a malformed URL (naming where it came from and why), a --user
 // that contradicts the URL's user, or inconsistent TLS options; no_input (66) for a file that
-// cannot be opened or read (a directory included). Retries are scaled
+// cannot be opened or read (a directory included); usage (64) for --sentinel without
+// --master-name or the other way round, --url with --sentinel, or a password in a --sentinel URL.
+// Retries are scaled
 // so that a command retried until its last attempt stays within --connect-timeout: delays
 // start at 10 ms and double up to min(1 s, connect timeout / 4), with as many attempts as fit
 // in three quarters of the connect timeout in the worst case (Redisson's 4 attempts of 1-2 s
@@ -39,6 +45,9 @@ struct connection_options {
   std::string tls_key{};
   std::string tls_server_name{};  ///< --tls-server-name; empty: the URL host
   bool tls_insecure = false;
+  std::vector<std::string> sentinels{};  ///< --sentinel (repeatable): Sentinel mode's URLs
+  std::string master_name{};             ///< --master-name: the master the Sentinels monitor
+  std::string sentinel_password_file{};  ///< --sentinel-password-file
   std::chrono::milliseconds timeout = std::chrono::milliseconds(3000);
   std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(10000);
 };

@@ -143,8 +143,11 @@ int run_demo(const demo_options& o) {
   ::close(events[1]);  // EOF on events[0] once every worker has exited
 
   std::cout << "rlock demo: " << o.workers << " worker processes contend for lock '" << name
-            << "' on " << rlock::parse_url(resolve_url(conn)).to_string() << " for "
-            << format_duration(o.duration) << " (hold " << format_duration(o.hold) << ")\n"
+            << "' on "
+            << (conn.master_name.empty() ? rlock::parse_url(resolve_url(conn)).to_string()
+                                         : "master '" + conn.master_name + "'")
+            << " for " << format_duration(o.duration) << " (hold " << format_duration(o.hold)
+            << ")\n"
             << std::flush;
 
   demo_record record;

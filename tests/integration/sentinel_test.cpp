@@ -1,0 +1,158 @@
+// Sentinel mode against real servers: a master, its replica and a Sentinel monitoring them, all
+// redis-server processes of this test. The client finds the master through the Sentinel, moves
+// to the new one after a failover, and says clearly when no Sentinel can name the master.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "common.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+/// A master, a replica of it, and one Sentinel monitoring the master as "mymaster" (quorum 1,
+/// down after 1 s: a killed master is failed over within a few seconds).
+struct sentinel_group {
+  std::unique_ptr<redis_server> master = std::make_unique<redis_server>();
+  std::unique_ptr<redis_server> replica = std::make_unique<redis_server>(
+      server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master->port())}});
+  std::unique_ptr<redis_server> sentinel = std::make_unique<redis_server>(server_options{
+      .extra_args = {"--sentinel", "monitor", "mymaster", "127.0.0.1",
+                     std::to_string(master->port()), "1", "--sentinel", "down-after-milliseconds",
+                     "mymaster", "1000", "--sentinel", "failover-timeout", "mymaster", "10000"}});
+
+  /// The master's port as the Sentinel names it.
+  std::string named_port() const {
+    const raw_reply r = sentinel->cli_reply({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"});
+    return r.is_array() && r.elements.size() == 2 ? r.elements[1].str : std::string();
+  }
+
+  /// Waits until the Sentinel knows the replica and the replica has synchronised with the master
+  /// (a failover needs both). External state: there is no event to wait on.
+  bool wait_until_replica_known() const {
+    const std::string port = std::to_string(replica->port());
+    return wait_until(
+        [&] {
+          const std::string info = replica->cli({"INFO", "replication"});
+          const std::string known = sentinel->cli({"SENTINEL", "REPLICAS", "mymaster"});
+          return info.find("master_link_status:up") != std::string::npos &&
+                 known.find(port) != std::string::npos;
+        },
+        20s, 50ms);
+  }
+
+  config client_config(std::vector<std::string> sentinels = {}) const {
+    config c = fast_config("redis://127.0.0.1:1");  // unused in Sentinel mode
+    c.master_name = "mymaster";
+    c.sentinel_addresses =
+        sentinels.empty() ? std::vector<std::string>{sentinel->url()} : sentinels;
+    return c;
+  }
+};
+
+TEST(sentinel, a_lock_is_taken_on_the_master_the_sentinel_names_after_a_dead_sentinel) {
+  sentinel_group g;
+  redis_server dead;
+  const std::string dead_url = dead.url();
+  dead.kill();  // nothing listens on its port now
+  client c(g.client_config({dead_url, g.sentinel->url()}));
+  auto l = c.get_lock("through-sentinel");
+  ASSERT_TRUE(l.try_lock(10s, 20s));
+  EXPECT_EQ(g.master->cli({"EXISTS", "through-sentinel"}), "1");
+  l.unlock_or_throw();
+  EXPECT_EQ(g.master->cli({"EXISTS", "through-sentinel"}), "0");
+}
+
+TEST(sentinel, after_the_master_dies_locks_are_taken_on_the_promoted_replica) {
+  sentinel_group g;
+  ASSERT_TRUE(g.wait_until_replica_known());
+  client c(g.client_config());
+  auto before = c.get_lock("before-failover");
+  ASSERT_TRUE(before.try_lock(10s, 20s));
+  before.unlock_or_throw();
+  g.master->kill();
+  // The Sentinel sees the master down after 1 s and promotes the replica. Until then the client
+  // is refused by the dead master (a lock call fails with connection_refused once its attempts
+  // are spent), and it asks the Sentinel again on every reconnect. External state: wait for the
+  // promotion.
+  ASSERT_TRUE(
+      wait_until([&] { return g.named_port() == std::to_string(g.replica->port()); }, 60s, 50ms))
+      << g.sentinel->log_tail();
+  auto after = c.get_lock("after-failover");
+  ASSERT_TRUE(after.try_lock(10s, 20s)) << g.sentinel->log_tail();
+  EXPECT_EQ(g.replica->cli({"EXISTS", "after-failover"}), "1");
+  EXPECT_EQ(g.replica->cli({"ROLE"}).substr(0, 6), "master");
+  after.unlock_or_throw();
+}
+
+TEST(sentinel, a_demoted_master_sends_the_client_to_the_new_one) {
+  sentinel_group g;
+  ASSERT_TRUE(g.wait_until_replica_known());
+  client c(g.client_config());
+  auto l = c.get_lock("demoted");
+  ASSERT_TRUE(l.try_lock(10s, 20s));
+  l.unlock_or_throw();
+  ASSERT_EQ(g.sentinel->cli({"SENTINEL", "FAILOVER", "mymaster"}), "OK");
+  // The old master keeps running; the Sentinel demotes it once it sees it again, and closes its
+  // clients then. External state: wait for that.
+  ASSERT_TRUE(wait_until([&] { return g.master->cli({"ROLE"}).starts_with("slave"); }, 60s, 50ms))
+      << g.sentinel->log_tail();
+  ASSERT_TRUE(l.try_lock(30s, 20s));
+  EXPECT_EQ(g.replica->cli({"EXISTS", "demoted"}), "1");
+  l.unlock_or_throw();
+}
+
+TEST(sentinel, a_master_name_no_sentinel_knows_fails_with_that_reason) {
+  sentinel_group g;
+  config cfg = g.client_config();
+  cfg.master_name = "no-such-master";
+  cfg.retry_attempts = 1;
+  client c(cfg);
+  auto l = c.get_lock("x");
+  try {
+    (void)l.try_lock(2s, 10s);
+    FAIL() << "acquired without a master";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("monitors no master named 'no-such-master'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(sentinel, no_sentinel_up_fails_within_the_wait_and_names_them) {
+  redis_server dead;
+  const std::string dead_url = dead.url();
+  dead.kill();
+  config cfg = fast_config("redis://127.0.0.1:1");
+  cfg.master_name = "mymaster";
+  cfg.sentinel_addresses = {dead_url};
+  client c(cfg);
+  auto l = c.get_lock("x");
+  const auto t0 = steady::now();
+  try {
+    (void)l.try_lock(1s, 10s);
+    FAIL() << "acquired without a master";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::connection_refused)) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no Sentinel named the address of master 'mymaster'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(ms_since(t0), 5000);
+}
+
+TEST(sentinel, a_master_name_without_sentinels_is_refused) {
+  config cfg;
+  cfg.master_name = "mymaster";
+  try {
+    client c(cfg);
+    FAIL() << "constructed";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
+  }
+}
+
+}  // namespace
+}  // namespace rlock::test
