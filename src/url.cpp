@@ -1,9 +1,9 @@
 // URL parsing for rlock::config addresses.
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <string>
 
+#include "detail/whole_number.hpp"
 #include "rlock/config.hpp"
 #include "rlock/error.hpp"
 
@@ -49,10 +49,9 @@ bool percent_decode(std::string_view in, std::string& out) {
 }
 
 bool parse_int(std::string_view s, long long lo, long long hi, long long& v) {
-  if (s.empty()) return false;
-  const auto* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, v);
-  return ec == std::errc{} && p == end && v >= lo && v <= hi;
+  const auto n = detail::parse_whole_number(s, lo, hi);
+  if (n) v = *n;
+  return n.has_value();
 }
 
 bool parse_db(std::string_view s, int& db) {

@@ -1,24 +1,11 @@
 // connection, Sentinel mode: asking the Sentinels where the master is before each connect, and
 // checking during setup that the server connected to is the master.
-#include <charconv>
 #include <string_view>
 
 #include "detail/connection.hpp"
+#include "detail/whole_number.hpp"
 
 namespace rlock::detail {
-namespace {
-
-/// The port of a Sentinel's answer, if it is one.
-std::optional<std::uint16_t> parse_port(std::string_view text) {
-  unsigned value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size() || value == 0 || value > 65535) {
-    return std::nullopt;
-  }
-  return static_cast<std::uint16_t>(value);
-}
-
-}  // namespace
 
 void connection::ask_sentinel(std::uint64_t gen, std::size_t tried,
                               std::vector<std::string> failures) {
@@ -72,10 +59,10 @@ void connection::on_sentinel_answer(std::uint64_t gen, std::size_t tried,
     why = "it monitors no master named '" + opts_.master_name + "'";
   } else if (answer.value.is_array() && answer.value.size() == 2 && answer.value[0].is_string() &&
              answer.value[1].is_string()) {
-    const auto port = parse_port(answer.value[1].str());
+    const auto port = parse_whole_number(answer.value[1].str(), 1, 65535);
     if (port && !answer.value[0].str().empty()) {
       opts_.address.host = std::string(answer.value[0].str());
-      opts_.address.port = *port;
+      opts_.address.port = static_cast<std::uint16_t>(*port);
       sentinel_first_ = index;
       connect_to_address(gen);
       return;

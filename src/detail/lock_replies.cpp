@@ -1,7 +1,8 @@
 #include "detail/lock_replies.hpp"
 
-#include <charconv>
 #include <string_view>
+
+#include "detail/whole_number.hpp"
 
 namespace rlock::detail {
 namespace {
@@ -96,13 +97,9 @@ std::optional<refresh_outcome> decode_refresh(const exec_result& r, std::size_t 
 
 std::pair<std::error_code, long long> decode_counter(const exec_result& r) {
   if (r.ec || !r.value.is_string()) return {r.ec, 0};
-  long long n = 0;
-  const std::string_view text = r.value.str();
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc{} || end != text.data() + text.size()) {
-    return {make_error_code(errc::wrong_type), 0};
-  }
-  return {std::error_code{}, n};
+  const auto n = parse_whole_number(r.value.str());
+  if (!n) return {make_error_code(errc::wrong_type), 0};
+  return {std::error_code{}, *n};
 }
 
 }  // namespace rlock::detail
