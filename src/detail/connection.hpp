@@ -103,9 +103,10 @@ struct connection_options {
   bool pubsub = false;
   /// Sentinel mode, when not empty: on every (re)connect the connection asks these Sentinels
   /// (the one that answered last first, then the others in turn, each within connect_timeout)
-  /// for the address of master `master_name`, connects there with `address`'s scheme,
-  /// credentials and database, and checks with ROLE during setup that the server is a master.
-  /// `address`'s host and port are then replaced by each answer. A READONLY reply (the master
+  /// for the address of master `master_name`, connects there with the answering Sentinel's
+  /// scheme and `address`'s credentials and database, and checks with ROLE during setup that
+  /// the server is a master. `address`'s scheme, host and port are replaced by each answer;
+  /// tls_context must be set if any Sentinel is rediss://. A READONLY reply (the master
   /// was demoted) drops the connection, which then asks the Sentinels again.
   std::vector<server_address> sentinels;
   std::string master_name;

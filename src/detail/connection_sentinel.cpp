@@ -61,6 +61,7 @@ void connection::on_sentinel_answer(std::uint64_t gen, std::size_t tried,
              answer.value[1].is_string()) {
     const auto port = parse_whole_number(answer.value[1].str(), 1, 65535);
     if (port && !answer.value[0].str().empty()) {
+      opts_.address.kind = sentinel.kind;
       opts_.address.host = std::string(answer.value[0].str());
       opts_.address.port = static_cast<std::uint16_t>(*port);
       sentinel_first_ = index;

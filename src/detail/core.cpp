@@ -1,5 +1,6 @@
 #include "detail/core.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <future>
 #include <optional>
@@ -160,11 +161,20 @@ void validate(const config& c) {
   }
 }
 
-/// Sentinel mode's connection options: the Sentinels, the master's name, and the master's
-/// scheme (the first Sentinel's), credentials and database. Plain options without master_name.
+/// A single server's address, credentials and database.
+connection_options server_options(const config& c, const server_address& address) {
+  connection_options opts;
+  opts.address = address;
+  if (opts.address.database == 0) opts.address.database = c.database;
+  opts.username = address.username ? address.username : c.username;
+  opts.password = address.password ? address.password : c.password;
+  return opts;
+}
+
+/// Sentinel mode's: the Sentinels, the master's name, credentials and database. The master's
+/// scheme is set by each answer (the answering Sentinel's); the first Sentinel's until then.
 connection_options sentinel_options(const config& c) {
   connection_options opts;
-  if (c.master_name.empty()) return opts;
   for (const std::string& url : c.sentinel_addresses) {
     server_address a = parse_url(url);
     if (a.kind == server_address::scheme::unix_socket) {
@@ -195,17 +205,14 @@ core::core(config cfg, const std::vector<const script*>& scripts)
       id_(make_uuid(cfg_.lock_queue ? 8 : 4)),
       work_(asio::make_work_guard(io_)) {
   validate(cfg_);
-  connection_options opts = sentinel_options(cfg_);
-  if (opts.sentinels.empty()) {
-    opts.address = address_;
-    if (opts.address.database == 0) opts.address.database = cfg_.database;
-    opts.username = address_.username ? address_.username : cfg_.username;
-    opts.password = address_.password ? address_.password : cfg_.password;
-  }
+  connection_options opts =
+      cfg_.master_name.empty() ? server_options(cfg_, address_) : sentinel_options(cfg_);
   opts.client_name = cfg_.client_name;
   opts.tls = cfg_.tls;
-  if (opts.address.kind == server_address::scheme::rediss)
+  const auto tls = [](const server_address& a) { return a.kind == server_address::scheme::rediss; };
+  if (tls(opts.address) || std::ranges::any_of(opts.sentinels, tls)) {
     opts.tls_context = make_tls_context(cfg_.tls);
+  }
   opts.connect_timeout = cfg_.connect_timeout;
   opts.reconnect_delay_min = cfg_.reconnect_delay_min;
   opts.reconnect_delay_max = cfg_.reconnect_delay_max;

@@ -65,6 +65,26 @@ TEST(sentinel, a_lock_is_taken_on_the_master_the_sentinel_names_after_a_dead_sen
   EXPECT_EQ(g.master->cli({"EXISTS", "through-sentinel"}), "0");
 }
 
+// Sentinels of both schemes: the client makes its TLS context for a rediss:// one even when the
+// first is redis:// (the first Sentinel's scheme alone used to decide, and a TLS connect without
+// a context dereferenced null), and it reaches the master with the scheme of the Sentinel that
+// named it (it used the first one's). The "TLS Sentinel" here is a plaintext port, so its
+// handshake fails and the next Sentinel answers.
+TEST(sentinel, sentinels_of_both_schemes_each_get_their_own_and_name_the_masters) {
+  sentinel_group g;
+  redis_server dead;
+  const std::string dead_url = dead.url();
+  dead.kill();
+  const std::string plain_port_as_tls = "rediss://127.0.0.1:" + std::to_string(g.replica->port());
+  config cfg = g.client_config({dead_url, plain_port_as_tls, g.sentinel->url()});
+  cfg.connect_timeout = 2s;
+  client c(cfg);
+  auto l = c.get_lock("mixed-schemes");
+  ASSERT_TRUE(l.try_lock(10s, 20s));
+  EXPECT_EQ(g.master->cli({"EXISTS", "mixed-schemes"}), "1");
+  l.unlock_or_throw();
+}
+
 TEST(sentinel, after_the_master_dies_locks_are_taken_on_the_promoted_replica) {
   sentinel_group g;
   ASSERT_TRUE(g.wait_until_replica_known());
