@@ -24,6 +24,8 @@
 #include "faults/cpu_starvation.hpp"
 #include "faults/scenario.hpp"
 #include "faults/worker_networks.hpp"
+#include "support/process.hpp"
+#include "support/redis_server.hpp"
 
 namespace rlock::faults {
 namespace {
@@ -317,6 +319,39 @@ TEST(faults, a_holder_that_hears_nothing_from_the_server_is_detected_and_reporte
   // progress check wants more than 10): 6 cycles, so that the check tests progress, not luck.
   expect_cut_off_holders_report_the_loss(nemesis_kind::deafen_holder, 2 * lease + margin, 2000ms,
                                          6);
+}
+
+// Two runs on one machine (two checkouts, two build trees, or two of these scenarios at once)
+// each claim a slot of their own: different namespaces, links and addresses, and each worker
+// reaches its server through its own link while the other run's networks exist.
+TEST(faults, worker_networks_of_two_runs_side_by_side_are_their_own) {
+  if (const auto why = worker_networks::unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const worker_networks first(2);
+  const worker_networks second(2);
+  EXPECT_NE(first.slot(), second.slot());
+  std::vector<std::string> hosts = first.lock_hosts();
+  for (const auto& h : second.lock_hosts()) {
+    EXPECT_EQ(std::count(hosts.begin(), hosts.end(), h), 0) << h;
+    hosts.push_back(h);
+  }
+  test::server_options opts;
+  opts.extra_args = {"--protected-mode", "no", "--bind", "127.0.0.1"};
+  opts.extra_args.insert(opts.extra_args.end(), hosts.begin(), hosts.end());
+  const test::redis_server server(opts);
+  const auto cli = test::find_program("redis-cli", "/usr/bin/redis-cli");
+  for (const auto* networks : {&first, &second}) {
+    for (int id = 1; id <= networks->count(); ++id) {
+      auto argv = networks->exec_prefix(id);
+      argv.insert(argv.end(), {cli.string(), "-h", networks->lock_host(id), "-p",
+                               std::to_string(server.port()), "PING"});
+      const std::filesystem::path program = argv.front();
+      test::child_options copts;
+      copts.merge_stderr = true;
+      test::child_process p(program, {argv.begin() + 1, argv.end()}, copts);
+      EXPECT_EQ(p.wait_for(10s), 0) << networks->lock_host(id) << ": " << p.output();
+      EXPECT_EQ(p.output(), "PONG\n") << networks->lock_host(id);
+    }
+  }
 }
 
 // ---- the server fails ----

@@ -182,8 +182,8 @@ scenario_result run_scenario(scenario_options o) {
       const auto url = [](const std::string& host, std::uint16_t port) {
         return "redis://" + host + ":" + std::to_string(port);
       };
-      where.lock_url = url(worker_networks::lock_host(id), server.port());
-      where.register_url = url(worker_networks::register_host(id), register_server.port());
+      where.lock_url = url(networks->lock_host(id), server.port());
+      where.register_url = url(networks->register_host(id), register_server.port());
       return where;
     };
   }

@@ -1,9 +1,16 @@
 #include "faults/worker_networks.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
 
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -20,23 +27,21 @@ std::filesystem::path tc_program() {
   return test::find_program("tc", "/usr/sbin/tc");
 }
 
-std::string ns_name(int id) {
-  return "rlock-fault-" + std::to_string(id);
-}
-// Interface names: at most 15 characters.
-std::string lock_link(int id) {
-  return "rlfl" + std::to_string(id);
-}
-std::string register_link(int id) {
-  return "rlfr" + std::to_string(id);
+// Slots a run can claim on one machine, and the files whose flock claims one.
+constexpr int slot_count = 64;
+std::filesystem::path slot_file(int slot) {
+  return std::filesystem::temp_directory_path() /
+         ("rlock-fault-networks-" + std::to_string(slot) + ".lock");
 }
 
-// The RFC 2544 networks of the two links, and an address on one: a.b.<id>.<end>, where end 1
-// is the runner's side and 2 the worker's.
+// The RFC 2544 networks of the two links, and an address on one: the /30 number
+// k = slot * 256 + id of the network, k's address `end` (1 is the runner's side, 2 the
+// worker's).
 constexpr std::string_view lock_net = "198.18.";
 constexpr std::string_view register_net = "198.19.";
-std::string link_address(std::string_view net, int id, int end) {
-  return std::string(net) + std::to_string(id) + "." + std::to_string(end);
+std::string link_address(std::string_view net, int slot, int id, int end) {
+  const int k = slot * 256 + id;
+  return std::string(net) + std::to_string(k / 64) + "." + std::to_string(k % 64 * 4 + end);
 }
 
 // One ip command line from its words.
@@ -106,18 +111,6 @@ void run_batch(const std::vector<std::string>& lines, bool force, const std::str
   }
 }
 
-std::vector<std::string> teardown_lines(int count) {
-  std::vector<std::string> lines;
-  for (int id = 1; id <= count; ++id) {
-    // Deleting one end of a veth pair deletes both, at once (a namespace's own deletion is
-    // asynchronous, so its links could still hold the names and addresses for a while).
-    lines.push_back("link del " + lock_link(id));
-    lines.push_back("link del " + register_link(id));
-    lines.push_back("netns del " + ns_name(id));
-  }
-  return lines;
-}
-
 // Why a namespace cannot be made here (empty if it can); with `one_way`, also why the pfifo
 // queue of one_way_unavailable() cannot be set up in one.
 std::string probe(bool one_way) {
@@ -127,7 +120,8 @@ std::string probe(bool one_way) {
   } catch (const std::exception& e) {
     return std::string("no ip or tc (iproute2): ") + e.what();
   }
-  const std::string name = "rlock-fault-probe";
+  // Named after this process, so that probes of runs side by side leave each other alone.
+  const std::string name = "rlock-fault-probe-" + std::to_string(::getpid());
   run_ip({"netns", "del", name});
   if (const auto r = run_ip({"netns", "add", name}); r.status != 0) {
     return "cannot create a network namespace: " + r.output;
@@ -152,9 +146,55 @@ std::string worker_networks::one_way_unavailable() {
   return probe(true);
 }
 
+worker_networks::slot_claim::slot_claim() {
+  for (int slot = 0; slot < slot_count; ++slot) {
+    const auto file = slot_file(slot);
+    const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      throw std::system_error(errno, std::generic_category(),
+                              "worker_networks: open " + file.string());
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      fd_ = fd;
+      slot_ = slot;
+      return;
+    }
+    ::close(fd);
+  }
+  throw std::runtime_error("worker_networks: all " + std::to_string(slot_count) +
+                           " slots are taken by other runs on this machine");
+}
+
+worker_networks::slot_claim::~slot_claim() {
+  ::close(fd_);
+}
+
+std::string worker_networks::ns_name(int id) const {
+  return "rlock-fault-" + std::to_string(slot()) + "-" + std::to_string(id);
+}
+// Interface names: at most 15 characters ("rl63l250p": 9).
+std::string worker_networks::lock_link(int id) const {
+  return "rl" + std::to_string(slot()) + "l" + std::to_string(id);
+}
+std::string worker_networks::register_link(int id) const {
+  return "rl" + std::to_string(slot()) + "r" + std::to_string(id);
+}
+
+std::vector<std::string> worker_networks::teardown_lines() const {
+  std::vector<std::string> lines;
+  for (int id = 1; id <= count_; ++id) {
+    // Deleting one end of a veth pair deletes both, at once (a namespace's own deletion is
+    // asynchronous, so its links could still hold the names and addresses for a while).
+    lines.push_back("link del " + lock_link(id));
+    lines.push_back("link del " + register_link(id));
+    lines.push_back("netns del " + ns_name(id));
+  }
+  return lines;
+}
+
 worker_networks::worker_networks(int count) : count_(count) {
   if (count < 1 || count > 250) throw std::invalid_argument("worker_networks: 1..250 workers");
-  run_batch(teardown_lines(count), true);
+  run_batch(teardown_lines(), true);
   try {
     for (int id = 1; id <= count; ++id) {
       const std::string ns = ns_name(id);
@@ -164,44 +204,44 @@ worker_networks::worker_networks(int count) : count_(count) {
            {std::pair{lock_link(id), lock_net}, std::pair{register_link(id), register_net}}) {
         const std::string peer = link + "p";
         outside.push_back(words({"link add", link, "type veth peer name", peer, "netns", ns}));
-        outside.push_back(words({"addr add", link_address(net, id, 1) + "/24", "dev", link}));
+        outside.push_back(
+            words({"addr add", link_address(net, slot(), id, 1) + "/30", "dev", link}));
         outside.push_back(words({"link set", link, "up"}));
-        inside.push_back(words({"addr add", link_address(net, id, 2) + "/24", "dev", peer}));
+        inside.push_back(
+            words({"addr add", link_address(net, slot(), id, 2) + "/30", "dev", peer}));
         inside.push_back(words({"link set", peer, "up"}));
       }
       run_batch(outside, false);
       run_batch(inside, false, ns);
     }
   } catch (...) {
-    run_batch(teardown_lines(count), true);
+    run_batch(teardown_lines(), true);
     throw;
   }
 }
 
 worker_networks::~worker_networks() {
   try {
-    run_batch(teardown_lines(count_), true);
+    run_batch(teardown_lines(), true);
   } catch (...) {  // NOLINT(bugprone-empty-catch): best effort, never throws
   }
 }
 
-std::string worker_networks::lock_host(int id) {
-  return link_address(lock_net, id, 1);
+std::string worker_networks::lock_host(int id) const {
+  return link_address(lock_net, slot(), id, 1);
 }
-std::string worker_networks::register_host(int id) {
-  return link_address(register_net, id, 1);
+std::string worker_networks::register_host(int id) const {
+  return link_address(register_net, slot(), id, 1);
 }
 
 std::vector<std::string> worker_networks::lock_hosts() const {
-  return hosts(lock_host);
+  std::vector<std::string> v;
+  for (int id = 1; id <= count_; ++id) v.push_back(lock_host(id));
+  return v;
 }
 std::vector<std::string> worker_networks::register_hosts() const {
-  return hosts(register_host);
-}
-
-std::vector<std::string> worker_networks::hosts(std::string (*host)(int)) const {
   std::vector<std::string> v;
-  for (int id = 1; id <= count_; ++id) v.push_back(host(id));
+  for (int id = 1; id <= count_; ++id) v.push_back(register_host(id));
   return v;
 }
 

@@ -1,9 +1,13 @@
 // worker_networks: faults N5 and N6, a worker cut off from the lock server by the kernel.
 //
-// Each worker gets a network namespace of its own (rlock-fault-<id>), joined to the runner's
-// namespace by two veth pairs on addresses of the benchmarking range (RFC 2544, never routed):
-//  - the lock link: 198.18.<id>.1 (runner side, where the lock server listens) to .2;
-//  - the register link: 198.19.<id>.1 (the register server) to .2.
+// Each worker gets a network namespace of its own (rlock-fault-<slot>-<id>), joined to the
+// runner's namespace by two veth pairs, each a /30 of the benchmarking range (RFC 2544, never
+// routed): the lock link in 198.18.0.0/16 (runner side, where the lock server listens, and the
+// worker's side), the register link the same in 198.19.0.0/16.
+// The slot (0..63) is this object's own on the machine, held with an flock(2) on a file in the
+// temporary directory for its whole life, so that runs from other checkouts or build trees on
+// the same machine get other names and addresses instead of deleting each other's (a crashed
+// run's lock goes with its process, and the next owner of the slot clears what it left).
 // cut(id) sets the worker's end of its lock link down: inside the namespace the link's route
 // is gone, so new connections and sends fail at once (ENETUNREACH), and TCP segments already
 // queued wait for a retransmission; on the runner's side the link has no carrier, so the
@@ -29,7 +33,8 @@
 //  - Root and iproute2 are needed; unavailable() says why not, empty if the fault can run
 //    (it creates and deletes a namespace to find out).
 //  - The constructor first removes whatever an earlier, crashed run left under the same
-//    names, and throws std::runtime_error with ip's output if a step fails. The destructor
+//    names, and throws std::runtime_error with ip's output if a step fails, or if all 64 slots
+//    are taken. The destructor
 //    deletes the links and namespaces (a namespace vanishes once its last process exits).
 //  - Not thread-safe: one runner thread uses it.
 #pragma once
@@ -51,11 +56,13 @@ class worker_networks {
 
   int count() const { return count_; }
   /// Where worker `id` reaches the lock server / the register server.
-  static std::string lock_host(int id);
-  static std::string register_host(int id);
+  std::string lock_host(int id) const;
+  std::string register_host(int id) const;
   /// Every lock_host (or register_host), for the server's bind list.
   std::vector<std::string> lock_hosts() const;
   std::vector<std::string> register_hosts() const;
+  /// This run's slot on the machine (0..63), in the names and addresses above.
+  int slot() const { return claim_.slot(); }
   /// The command a worker's program runs under to live in its namespace.
   std::vector<std::string> exec_prefix(int id) const;
 
@@ -68,8 +75,27 @@ class worker_networks {
   void restore(int id);
 
  private:
-  std::vector<std::string> hosts(std::string (*host)(int)) const;
+  std::string ns_name(int id) const;
+  std::string lock_link(int id) const;
+  std::string register_link(int id) const;
+  std::vector<std::string> teardown_lines() const;
 
+  // The open, flock'ed file of a slot; closing it (the destructor, or the process's end)
+  // frees the slot.
+  class slot_claim {
+   public:
+    slot_claim();
+    ~slot_claim();
+    slot_claim(const slot_claim&) = delete;
+    slot_claim& operator=(const slot_claim&) = delete;
+    int slot() const { return slot_; }
+
+   private:
+    int fd_ = -1;
+    int slot_ = -1;
+  };
+
+  slot_claim claim_;
   int count_;
 };
 
