@@ -85,14 +85,19 @@ struct config {
   /// the Sentinels for the master's address (the one that answered last first, then the others
   /// in turn, each within connect_timeout), connects there and checks with ROLE that the server
   /// is a master; a server that is not (a failover under way) fails that connect, and the next
-  /// one asks again. A command answered READONLY (the master was demoted under the connection)
-  /// closes the connection, so the next command goes to the new master.
+  /// one asks again. The client subscribes to "+switch-master" on every Sentinel (one more
+  /// connection per Sentinel): when one announces a new address of this master, every
+  /// connection moves there at once (requests awaiting a reply on a connection that moves fail
+  /// as on any lost connection: outcome unknown, retried by the usual policy). A command
+  /// answered READONLY (the master was demoted under the connection) closes the connection
+  /// too, so the next command goes to the new master.
   /// What holds across a failover: Redis replicates asynchronously, so a lock acquired on the old
   /// master just before it failed may be missing on the new one; its holder learns that at its
   /// next renewal (errc::lock_lost, through the lock's loss notification), and another client
-  /// may take the lock meanwhile. Until Sentinel has demoted an old master that is still
-  /// running, connections that stay up keep using it. Use fencing tokens (fenced_lock) where
-  /// this matters.
+  /// may take the lock meanwhile. An old master that is still running keeps taking writes until
+  /// Sentinel demotes it (about 10 s after the switch with Sentinel's defaults): a client that
+  /// missed the announcement (no Sentinel reachable then, or an ACL user without the channel)
+  /// keeps using it until then. Use fencing tokens (fenced_lock) where this matters.
   std::string master_name;
   /// The Sentinels' URLs (redis:// or rediss://; credentials in a URL are the Sentinel's, and
   /// override sentinel_username/sentinel_password). The master is reached with the scheme of

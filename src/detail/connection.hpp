@@ -42,7 +42,12 @@
 // master is (connection_sentinel.cpp), on a connection of its own to each Sentinel in turn, and
 // the setup adds ROLE: a server that is not a master fails the connect with errc::read_only
 // (not sticky), and the next connect asks again. When no Sentinel names the master, the connect
-// fails with each one's reason in the detail.
+// fails with each one's reason in the detail. master_switched() (the client's sentinel_watch
+// heard a Sentinel announce a new master) moves the connection there at once: one on another
+// server is dropped (requests awaiting a reply fail with connection_lost, outcome unknown, as
+// on any drop), a connect under way to another server is abandoned, and the next connect goes
+// straight to the announced master (its ROLE is still checked; if it is no master, the connect
+// after asks the Sentinels as usual).
 #pragma once
 
 #include <array>
@@ -112,6 +117,12 @@ struct connection_options {
   std::string master_name;
 };
 
+/// Options for a connection to `sentinel`, one of `base`'s Sentinels: its address and
+/// credentials, and `base`'s client name, TLS settings and connect and reconnect timing. No
+/// pings (ping_interval 0): a caller that keeps the connection sets its own.
+connection_options sentinel_connection_options(const connection_options& base,
+                                               const server_address& sentinel);
+
 class connection : public std::enable_shared_from_this<connection> {
  public:
   enum class state { idle, connecting, ready, backoff, closed };
@@ -145,6 +156,11 @@ class connection : public std::enable_shared_from_this<connection> {
   /// poll_replies() on the connection this thread last submitted a completes_on_caller request
   /// to (false if there is none, or it is gone).
   static bool poll_replies_of_this_thread();
+
+  /// Sentinel mode: a Sentinel announced that the master is now at `host`:`port` (reached with
+  /// the scheme of the current address). Thread-safe; carried out on the connection's strand.
+  /// `detail` says so in the errors of the requests that the move fails.
+  void master_switched(std::string host, std::uint16_t port, std::string detail);
 
   state current_state() const;
   /// The error of the last failed connect and its description, if the connection is not ready
@@ -264,6 +280,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // the Sentinel to ask first (the one that answered last).
   std::shared_ptr<connection> sentinel_query_;
   std::size_t sentinel_first_ = 0;
+  // Sentinel mode, on the strand: where the last announcement that this connection acted on
+  // put the master; the next connect goes there without asking the Sentinels.
+  std::optional<std::pair<std::string, std::uint16_t>> switched_to_;
   clock::time_point last_read_ = clock::now();
   std::minstd_rand rng_{std::random_device{}()};
 };

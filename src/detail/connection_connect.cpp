@@ -37,7 +37,13 @@ void connection::do_connect() {
     server_client_.reset();
   }
   // Sentinel mode: first asks where the master is; each Sentinel's query has its own bound.
-  if (!opts_.sentinels.empty()) {
+  // Unless a Sentinel has just announced it (master_switched): the ones that did not announce
+  // it yet may still name the old master, which accepts writes until it is demoted.
+  if (switched_to_) {
+    opts_.address.host = std::move(switched_to_->first);
+    opts_.address.port = switched_to_->second;
+    switched_to_.reset();
+  } else if (!opts_.sentinels.empty()) {
     ask_sentinel(gen, 0, {});
     return;
   }

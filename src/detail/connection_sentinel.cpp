@@ -1,5 +1,6 @@
-// connection, Sentinel mode: asking the Sentinels where the master is before each connect, and
-// checking during setup that the server connected to is the master.
+// connection, Sentinel mode: asking the Sentinels where the master is before each connect,
+// checking during setup that the server connected to is the master, and moving to a master
+// that a Sentinel announced.
 #include <string_view>
 
 #include "detail/connection.hpp"
@@ -7,18 +8,27 @@
 
 namespace rlock::detail {
 
+connection_options sentinel_connection_options(const connection_options& base,
+                                               const server_address& sentinel) {
+  connection_options so;
+  so.address = sentinel;
+  so.username = sentinel.username;
+  so.password = sentinel.password;
+  so.client_name = base.client_name;
+  so.tls = base.tls;
+  if (sentinel.kind == server_address::scheme::rediss) so.tls_context = base.tls_context;
+  so.connect_timeout = base.connect_timeout;
+  so.reconnect_delay_min = base.reconnect_delay_min;
+  so.reconnect_delay_max = base.reconnect_delay_max;
+  so.ping_timeout = base.ping_timeout;
+  so.ping_interval = std::chrono::milliseconds(0);
+  return so;
+}
+
 void connection::ask_sentinel(std::uint64_t gen, std::size_t tried,
                               std::vector<std::string> failures) {
   const std::size_t index = (sentinel_first_ + tried) % opts_.sentinels.size();
-  connection_options so;
-  so.address = opts_.sentinels[index];
-  so.username = so.address.username;
-  so.password = so.address.password;
-  so.client_name = opts_.client_name;
-  so.tls = opts_.tls;
-  if (so.address.kind == server_address::scheme::rediss) so.tls_context = opts_.tls_context;
-  so.connect_timeout = opts_.connect_timeout;
-  so.ping_interval = std::chrono::milliseconds(0);
+  const connection_options so = sentinel_connection_options(opts_, opts_.sentinels[index]);
   stop_sentinel_query();
   sentinel_query_ =
       std::make_shared<connection>(strand_.get_inner_executor().context(), so, handlers{});
@@ -87,6 +97,47 @@ void connection::on_sentinel_answer(std::uint64_t gen, std::size_t tried,
   }
   detail += ")";
   setup_failed(gen, ec, std::move(detail));
+}
+
+void connection::master_switched(std::string host, std::uint16_t port, std::string detail) {
+  asio::post(strand_, [self = shared_from_this(), host = std::move(host), port,
+                       detail = std::move(detail)]() mutable {
+    state now = state::idle;
+    std::uint64_t gen = 0;
+    {
+      std::lock_guard lk(self->mu_);
+      now = self->state_;
+      gen = self->generation_;
+    }
+    if (now == state::closed || self->opts_.sentinels.empty()) return;
+    // Already there (or going there after an answer that named it): nothing to do. While the
+    // Sentinels are asked, opts_.address still holds the last answer, which may be the old
+    // master: that query is abandoned too.
+    const bool there = self->opts_.address.host == host && self->opts_.address.port == port &&
+                       !self->sentinel_query_;
+    if (there) return;
+    self->switched_to_.emplace(std::move(host), port);
+    // The move is no failure: its reconnect waits the shortest delay, not a backoff grown by
+    // failed connects to a master that died.
+    if (now == state::ready) {
+      self->drop(gen, make_error_code(errc::connection_lost), std::move(detail));
+    } else if (now == state::connecting) {
+      self->stop_sentinel_query();
+      {
+        std::lock_guard lk(self->mu_);
+        self->failures_ = 0;
+      }
+      self->setup_failed(gen, make_error_code(errc::not_connected), std::move(detail));
+    } else if (now == state::backoff) {
+      std::lock_guard lk(self->mu_);
+      // cancel() is 0 when the timer has fired and its do_connect is queued: that one goes there.
+      if (self->state_ == state::backoff && self->reconnect_timer_.cancel() > 0) {
+        self->failures_ = 0;
+        self->schedule_reconnect_locked();
+      }
+    }
+    // idle: the first connect goes there.
+  });
 }
 
 std::optional<std::string> connection::not_master(const exec_result& role) const {

@@ -62,6 +62,11 @@ subscriber& node::subscriber_for(std::string_view channel) {
   return *subs_[std::hash<std::string_view>{}(channel) % subs_.size()];
 }
 
+void node::master_switched(const std::string& host, std::uint16_t port, const std::string& detail) {
+  for (auto& c : conns_) c->master_switched(host, port, detail);
+  for (auto& s : subs_) s->master_switched(host, port, detail);
+}
+
 connection_status node::status() const {
   connection_status out;
   for (const auto& c : conns_) {
@@ -222,6 +227,16 @@ core::core(config cfg, const std::vector<const script*>& scripts)
   node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
                                  cfg_.subscription_connection_pool_size);
   node_->start();
+  if (!opts.sentinels.empty()) {
+    sentinel_watch_ = std::make_unique<sentinel_watch>(
+        io_, opts,
+        [n = node_.get(), name = opts.master_name](const std::string& host, std::uint16_t port) {
+          n->master_switched(host, port,
+                             "a Sentinel announced that master '" + name + "' is now at " + host +
+                                 ":" + std::to_string(port) + ": moving there");
+        });
+    sentinel_watch_->start();
+  }
   for (int i = 0; i < cfg_.io_threads; ++i) {
     threads_.emplace_back([this] {
       io_thread_of = this;
@@ -265,6 +280,8 @@ connection_status core::status() const {
 
 void core::shutdown() {
   if (closed_.exchange(true)) return;
+  // First: once it has returned, no announcement reaches node_'s connections.
+  if (sentinel_watch_) sentinel_watch_->close();
   node_->close();
   std::set<std::shared_ptr<attempt>> sleeping;
   {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "detail/connection.hpp"
+#include "detail/sentinel_watch.hpp"
 #include "detail/server_client.hpp"
 #include "detail/subscriber.hpp"
 #include "rlock/config.hpp"
@@ -62,6 +63,8 @@ class node {
   connection& pick();
   /// The subscriber that carries `channel` (stable for a given channel).
   subscriber& subscriber_for(std::string_view channel);
+  /// Sentinel mode: moves every connection to the announced master (connection::master_switched).
+  void master_switched(const std::string& host, std::uint16_t port, const std::string& detail);
   /// Connected if any command connection is ready; otherwise the first recorded failure.
   connection_status status() const;
 
@@ -131,6 +134,8 @@ class core : public std::enable_shared_from_this<core> {
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::unique_ptr<node> node_;
+  // Sentinel mode: hears the Sentinels announce a new master (null otherwise).
+  std::unique_ptr<sentinel_watch> sentinel_watch_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::set<std::shared_ptr<attempt>> waiting_;  // attempts sleeping before a retry

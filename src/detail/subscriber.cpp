@@ -55,6 +55,15 @@ void subscriber::close() {
   if (conn_) conn_->close();
 }
 
+void subscriber::master_switched(std::string host, std::uint16_t port, std::string detail) {
+  std::shared_ptr<connection> c;
+  {
+    std::lock_guard lk(mu_);
+    c = conn_;
+  }
+  if (c) c->master_switched(std::move(host), port, std::move(detail));
+}
+
 std::size_t subscriber::active_channels() const {
   std::lock_guard lk(mu_);
   return table_.active_channels();

@@ -47,6 +47,9 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   /// Removes a listener; the last listener of a channel unsubscribes it. Thread-safe.
   void unsubscribe(channel_table::listener_id id);
 
+  /// Sentinel mode: connection::master_switched on this subscriber's connection. Its channels
+  /// are subscribed again on the new master and their listeners hear `resubscribed`.
+  void master_switched(std::string host, std::uint16_t port, std::string detail);
   /// Channels confirmed by the server (for tests and stats).
   std::size_t active_channels() const;
 
