@@ -174,7 +174,13 @@ TEST(sentinel, an_announced_switch_moves_the_client_before_the_old_master_is_dem
     ASSERT_TRUE(l.try_lock(10s, 20s));
     on_new = g.replica->cli({"EXISTS", "announced"}) == "1";
     old_role = g.master->cli({"ROLE"});
-    l.unlock_or_throw();
+    std::error_code ec;
+    l.unlock(ec);
+    // A hold taken on the old master just before the client moved is not on the new one: its
+    // unlock, sent there, finds no hold (not_owner), as any hold lost in a failover.
+    if (ec) {
+      EXPECT_TRUE(!on_new && ec == errc::not_owner) << ec.message();
+    }
   }
   ASSERT_TRUE(on_new) << g.sentinel->log_tail();
   // The lock landed on the new master while the old one still took writes as a master.
