@@ -9,6 +9,7 @@
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/resp.hpp"
+#include "detail/semaphore_ops.hpp"
 
 namespace rlock {
 namespace {
@@ -41,9 +42,20 @@ reply reply_for(detail::exec_result& r) {
 
 }  // namespace
 
+namespace {
+
+std::vector<const script*> every_script() {
+  std::vector<const script*> all = detail::lock_scripts();
+  for (const script* s : detail::semaphore_scripts()) all.push_back(s);
+  return all;
+}
+
+}  // namespace
+
 client::client(config cfg)
-    : core_(std::make_shared<detail::core>(std::move(cfg), detail::lock_scripts())),
-      locks_(std::make_shared<detail::lock_service>(core_)) {}
+    : core_(std::make_shared<detail::core>(std::move(cfg), every_script())),
+      locks_(std::make_shared<detail::lock_service>(core_)),
+      semaphores_(std::make_shared<detail::semaphore_service>(core_)) {}
 
 client::~client() {
   shutdown();
@@ -55,6 +67,7 @@ client& client::operator=(client&& o) noexcept {
     shutdown();
     core_ = std::move(o.core_);
     locks_ = std::move(o.locks_);
+    semaphores_ = std::move(o.semaphores_);
   }
   return *this;
 }
@@ -65,6 +78,10 @@ reentrant_lock client::get_lock(std::string name) const {
 
 fenced_lock client::get_fenced_lock(std::string name) const {
   return fenced_lock(get_lock(std::move(name)));
+}
+
+semaphore client::get_semaphore(std::string name) const {
+  return semaphore(semaphores_, std::move(name));
 }
 
 void client::release_quietly(reentrant_lock& l) noexcept {
@@ -90,6 +107,7 @@ connection_status client::status() const {
 }
 
 void client::shutdown() {
+  if (semaphores_) semaphores_->shutdown();
   if (locks_) locks_->shutdown();
   if (core_) core_->shutdown();
 }

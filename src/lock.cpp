@@ -9,6 +9,7 @@
 #include "detail/lock_call.hpp"
 #include "detail/lock_replies.hpp"
 #include "detail/lock_service.hpp"
+#include "detail/object_key.hpp"
 
 namespace rlock {
 namespace {
@@ -40,22 +41,9 @@ std::uint64_t this_thread_owner_id() noexcept {
 }
 
 reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name)
-    : svc_(std::move(svc)), name_(std::move(name)) {
-  if (name_.empty()) {
-    throw error(make_error_code(errc::invalid_argument), "lock name must not be empty");
-  }
-  key_ = svc_->engine()->map_name(name_);
-  if (key_.empty()) {
-    throw error(make_error_code(errc::invalid_argument), "name_mapper mapped a lock name to ''");
-  }
-  // Every script sends the key, and the channels' names, several times: with names of many
-  // MiB the writes alone outlast a request timeout, and no deadline could hold.
-  if (key_.size() > max_name_size) {
-    throw error(make_error_code(errc::invalid_argument),
-                "lock name of " + std::to_string(key_.size()) + " bytes; at most " +
-                    std::to_string(max_name_size));
-  }
-}
+    : svc_(std::move(svc)),
+      name_(std::move(name)),
+      key_(detail::checked_key(*svc_->engine(), name_, "lock", max_name_size)) {}
 
 asio::io_context::executor_type reentrant_lock::executor() const {
   return svc_->engine()->io().get_executor();

@@ -34,12 +34,14 @@
 #include "rlock/lock.hpp"
 #include "rlock/reply.hpp"
 #include "rlock/script.hpp"
+#include "rlock/semaphore.hpp"
 
 namespace rlock {
 
 namespace detail {
 class core;
 class lock_service;
+class semaphore_service;
 }  // namespace detail
 
 class client {
@@ -111,6 +113,10 @@ class client {
   /// The fenced lock named `name` (Redisson's getFencedLock): the reentrant lock of that name,
   /// whose acquires also return a fencing token (fenced_lock.hpp). Same name rules as get_lock.
   fenced_lock get_fenced_lock(std::string name) const;
+  /// The semaphore named `name` (Redisson's getSemaphore; semaphore.hpp). Throws
+  /// errc::invalid_argument for an empty name or one longer than semaphore::max_name_size once
+  /// mapped.
+  semaphore get_semaphore(std::string name) const;
 
   /// Runs `f` while holding the lock `name`, returns what `f` returns, and always releases it,
   /// also when `f` throws. `opts` gives the wait budget, lease and stop token; when the lock is
@@ -196,6 +202,7 @@ class client {
 
   std::shared_ptr<detail::core> core_;
   std::shared_ptr<detail::lock_service> locks_;
+  std::shared_ptr<detail::semaphore_service> semaphores_;
 };
 
 }  // namespace rlock

@@ -403,16 +403,7 @@ class reentrant_lock {
   // operations do), so the caller's io_context cannot be destroyed while we post into it.
   template <class T, class Handler>
   callback<T> wrap(Handler handler) {
-    auto own = executor();
-    auto ex = asio::get_associated_executor(handler, own);
-    auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
-    auto h = std::make_shared<Handler>(std::move(handler));
-    return [h, ex, own, work](std::error_code ec, T v) {
-      detail::dispatch_handler(ex, own, *work, [h, ec, v]() mutable {
-        asio::get_associated_cancellation_slot(*h).clear();  // done: nothing left to cancel
-        (*h)(ec, v);
-      });
-    };
+    return detail::wrap_completion<T>(executor(), std::move(handler));
   }
   template <class Handler>
   void_callback wrap_void(Handler handler) {

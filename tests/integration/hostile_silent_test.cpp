@@ -45,6 +45,15 @@ TEST_P(hostile_silent, every_call_times_out_within_its_deadline) {
   });
   EXPECT_EQ(unbounded.ec, errc::timeout) << unbounded.ec.message();
   EXPECT_LT(unbounded.took, retry_budget(cfg).count());
+  // The semaphore's: a waiting acquire by its wait, a release by the retry budget.
+  auto sem = c.get_semaphore(std::string(1 << 20, 's'));
+  const outcome waited = run_bounded([&] { return sem.try_acquire_for(wait); });
+  EXPECT_FALSE(waited.value);
+  EXPECT_EQ(waited.ec, errc::timeout) << waited.what;
+  EXPECT_LT(waited.took, (wait + slack).count());
+  const outcome released = run_bounded([&] { return sem.release() > 0; });
+  EXPECT_EQ(released.ec, errc::timeout) << released.what;
+  EXPECT_LT(released.took, retry_budget(cfg).count());
   EXPECT_GE(server.accepted(), 1U);
   if (GetParam() == listener_behaviour::silent) {
     EXPECT_GT(server.bytes_read(), 0U) << "the client did send its connection setup";

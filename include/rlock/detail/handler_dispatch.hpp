@@ -2,8 +2,11 @@
 #pragma once
 
 #include <asio.hpp>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 
@@ -78,6 +81,25 @@ void dispatch_handler(const Executor& ex, const asio::io_context::executor_type&
   }
   asio::dispatch(ex, std::forward<F>(f));
   work.reset();
+}
+
+/// A completion handler as the callback an operation completes with: it runs on the handler's
+/// associated executor (default `own`, the client's) through dispatch_handler, whose context a
+/// work guard keeps busy until the handler has been handed over (as Asio's own operations do,
+/// so the caller's io_context cannot be destroyed while the client posts into it). The
+/// handler's cancellation slot is cleared first: the operation is over.
+template <class T, class Handler>
+std::function<void(std::error_code, T)> wrap_completion(const asio::io_context::executor_type& own,
+                                                        Handler handler) {
+  auto ex = asio::get_associated_executor(handler, own);
+  auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
+  auto h = std::make_shared<Handler>(std::move(handler));
+  return [h, ex, own, work](std::error_code ec, T v) {
+    dispatch_handler(ex, own, *work, [h, ec, v]() mutable {
+      asio::get_associated_cancellation_slot(*h).clear();
+      (*h)(ec, v);
+    });
+  };
 }
 
 }  // namespace rlock::detail

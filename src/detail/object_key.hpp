@@ -1,0 +1,33 @@
+// The key of a named object (a lock, a semaphore): its name through config::name_mapper,
+// checked the same way for every kind.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "detail/core.hpp"
+#include "rlock/error.hpp"
+
+namespace rlock::detail {
+
+/// The key of `what` (e.g. "lock") named `name`: throws errc::invalid_argument for an empty name,
+/// a name the mapper maps to "", or a key longer than `max_size` bytes (every script sends the
+/// key, and its channels' names, several times: with names of many MiB the writes alone would
+/// outlast a request timeout, and no deadline could hold).
+inline std::string checked_key(const core& c, const std::string& name, std::string_view what,
+                               std::size_t max_size) {
+  const auto invalid = [](const std::string& text) {
+    return error(make_error_code(errc::invalid_argument), text);
+  };
+  if (name.empty()) throw invalid(std::string(what) + " name must not be empty");
+  std::string key = c.map_name(name);
+  if (key.empty()) throw invalid("name_mapper mapped a " + std::string(what) + " name to ''");
+  if (key.size() > max_size) {
+    throw invalid(std::string(what) + " name of " + std::to_string(key.size()) +
+                  " bytes; at most " + std::to_string(max_size));
+  }
+  return key;
+}
+
+}  // namespace rlock::detail
