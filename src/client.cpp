@@ -6,6 +6,7 @@
 #include "detail/closed_completion.hpp"
 #include "detail/connection.hpp"
 #include "detail/core.hpp"
+#include "detail/countdown_latch_ops.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/resp.hpp"
@@ -47,6 +48,7 @@ namespace {
 std::vector<const script*> every_script() {
   std::vector<const script*> all = detail::lock_scripts();
   for (const script* s : detail::semaphore_scripts()) all.push_back(s);
+  for (const script* s : detail::countdown_latch_scripts()) all.push_back(s);
   return all;
 }
 
@@ -55,7 +57,8 @@ std::vector<const script*> every_script() {
 client::client(config cfg)
     : core_(std::make_shared<detail::core>(std::move(cfg), every_script())),
       locks_(std::make_shared<detail::lock_service>(core_)),
-      semaphores_(std::make_shared<detail::semaphore_service>(core_)) {}
+      semaphores_(std::make_shared<detail::semaphore_service>(core_)),
+      latches_(std::make_shared<detail::countdown_latch_service>(core_)) {}
 
 client::~client() {
   shutdown();
@@ -68,6 +71,7 @@ client& client::operator=(client&& o) noexcept {
     core_ = std::move(o.core_);
     locks_ = std::move(o.locks_);
     semaphores_ = std::move(o.semaphores_);
+    latches_ = std::move(o.latches_);
   }
   return *this;
 }
@@ -82,6 +86,10 @@ fenced_lock client::get_fenced_lock(std::string name) const {
 
 semaphore client::get_semaphore(std::string name) const {
   return semaphore(semaphores_, std::move(name));
+}
+
+countdown_latch client::get_countdown_latch(std::string name) const {
+  return countdown_latch(latches_, std::move(name));
 }
 
 void client::release_quietly(reentrant_lock& l) noexcept {
@@ -108,6 +116,7 @@ connection_status client::status() const {
 
 void client::shutdown() {
   if (semaphores_) semaphores_->shutdown();
+  if (latches_) latches_->shutdown();
   if (locks_) locks_->shutdown();
   if (core_) core_->shutdown();
 }

@@ -17,13 +17,6 @@ namespace {
 
 using detail::semaphore_change;
 
-template <class T>
-struct outcome {
-  std::error_code ec;
-  T value{};
-  std::string detail;
-};
-
 void check_permits(std::int64_t permits, const std::string& name) {
   if (permits < 1) {
     throw error(
@@ -45,17 +38,6 @@ asio::io_context::executor_type semaphore::executor() const {
 
 void semaphore::check_blocking_allowed() const {
   svc_->engine()->check_blocking_allowed();
-}
-
-std::stop_token semaphore::cancel_token(asio::cancellation_slot slot) {
-  // Owned by the slot's handler, which lives until the slot is cleared (the operation
-  // completed) or given another handler.
-  auto source = std::make_shared<std::stop_source>();
-  slot.assign([source](asio::cancellation_type type) {
-    using ct = asio::cancellation_type;
-    if ((type & (ct::terminal | ct::partial | ct::total)) != ct::none) source->request_stop();
-  });
-  return source->get_token();
 }
 
 semaphore::clock::time_point semaphore::deadline_for(milliseconds wait) {
@@ -93,7 +75,7 @@ void semaphore::start_release(std::int64_t permits, callback<std::int64_t> cb) {
 
 std::int64_t semaphore::change(int what, std::int64_t permits, const char* op) {
   check_blocking_allowed();
-  detail::blocking_result<outcome<std::int64_t>> w;
+  detail::blocking_result<detail::call_outcome<std::int64_t>> w;
   svc_->change(key_, static_cast<semaphore_change>(what), permits,
                [&w](std::error_code ec, std::int64_t n, const std::string& detail) {
                  w.set({ec, n, detail});
@@ -107,7 +89,7 @@ bool semaphore::acquire_until(clock::time_point deadline, std::int64_t permits,
                               std::stop_token stop, const char* op) {
   check_permits(permits, name_);
   check_blocking_allowed();
-  detail::blocking_result<outcome<bool>> w;
+  detail::blocking_result<detail::call_outcome<bool>> w;
   svc_->acquire(key_, permits, deadline, std::move(stop),
                 [&w](std::error_code ec, bool taken, const std::string& detail) {
                   w.set({ec, taken, detail});
@@ -136,13 +118,13 @@ std::int64_t semaphore::drain_permits() {
 
 std::int64_t semaphore::available_permits() {
   check_blocking_allowed();
-  detail::blocking_result<outcome<std::int64_t>> w;
+  detail::blocking_result<detail::call_outcome<std::int64_t>> w;
   const std::string_view args[] = {"GET", key_};
   detail::exec_options o;
   o.idempotent = true;
   o.route_key = key_;
   svc_->engine()->exec(args, o, [&w](detail::exec_result r) {
-    outcome<std::int64_t> out{r.ec, 0, r.detail};
+    detail::call_outcome<std::int64_t> out{r.ec, 0, r.detail};
     if (!r.ec && r.value.is_string()) {
       const auto n =
           detail::parse_whole_number(r.value.str(), std::numeric_limits<long long>::min(),

@@ -28,6 +28,7 @@
 
 #include "rlock/config.hpp"
 #include "rlock/connection_status.hpp"
+#include "rlock/countdown_latch.hpp"
 #include "rlock/detail/handler_dispatch.hpp"
 #include "rlock/error.hpp"
 #include "rlock/fenced_lock.hpp"
@@ -42,6 +43,7 @@ namespace detail {
 class core;
 class lock_service;
 class semaphore_service;
+class countdown_latch_service;
 }  // namespace detail
 
 class client {
@@ -117,6 +119,9 @@ class client {
   /// errc::invalid_argument for an empty name or one longer than semaphore::max_name_size once
   /// mapped.
   semaphore get_semaphore(std::string name) const;
+  /// The countdown latch named `name` (Redisson's getCountDownLatch; countdown_latch.hpp). Same
+  /// name rules as get_semaphore.
+  countdown_latch get_countdown_latch(std::string name) const;
 
   /// Runs `f` while holding the lock `name`, returns what `f` returns, and always releases it,
   /// also when `f` throws. `opts` gives the wait budget, lease and stop token; when the lock is
@@ -203,6 +208,7 @@ class client {
   std::shared_ptr<detail::core> core_;
   std::shared_ptr<detail::lock_service> locks_;
   std::shared_ptr<detail::semaphore_service> semaphores_;
+  std::shared_ptr<detail::countdown_latch_service> latches_;
 };
 
 }  // namespace rlock

@@ -103,7 +103,7 @@ class semaphore {
                                CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code, bool)>(
         [self = *this](auto handler, clock::time_point d, std::int64_t p) mutable {
-          std::stop_token stop = stop_on_cancel(asio::get_associated_cancellation_slot(handler));
+          std::stop_token stop = detail::stop_token_of(handler);
           self.start_acquire(d, p, std::move(stop), self.wrap<bool>(std::move(handler)));
         },
         token, deadline, permits);
@@ -126,16 +126,6 @@ class semaphore {
  private:
   template <class T>
   using callback = std::function<void(std::error_code, T)>;
-
-  // A connected cancellation slot becomes a stop token (empty otherwise).
-  template <class Slot>
-  static std::stop_token stop_on_cancel(Slot slot) {
-    if constexpr (std::is_same_v<Slot, asio::cancellation_slot>) {
-      if (slot.is_connected()) return cancel_token(slot);
-    }
-    return {};
-  }
-  static std::stop_token cancel_token(asio::cancellation_slot slot);
 
   // As reentrant_lock's: the handler runs on its associated executor (default: the client's),
   // whose context is kept busy until then.

@@ -1,10 +1,12 @@
-// What the lock handles' calls share (lock.cpp, fenced_lock.cpp): the deadline a wait budget
-// gives, and the text of what() when a blocking call fails.
+// What the handles' calls share (lock.cpp, fenced_lock.cpp, semaphore.cpp,
+// countdown_latch.cpp): the deadline a wait budget gives, what a blocking call waits for, and
+// the text of what() when it fails.
 #pragma once
 
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace rlock::detail {
 
@@ -19,6 +21,15 @@ inline std::chrono::steady_clock::time_point deadline_after(std::chrono::millise
   }
   return now + wait;
 }
+
+/// What a blocking call waits for: the operation's code, its result, and the reply's text that
+/// explains a failure.
+template <class T>
+struct call_outcome {
+  std::error_code ec;
+  T value{};
+  std::string detail;
+};
 
 /// "<context>: <reply text>" when a reply explained the failure, else the context alone; what()
 /// then appends the code's message.

@@ -1,26 +1,23 @@
 // The semaphore's operations on the Redis core (semaphore.hpp): one-shot scripts, and the wait
 // of an acquire for permits that are not available yet.
 //
-// The wait (semaphore_acquire): try the acquire script; when too few permits are available,
-// subscribe to the semaphore's channel (every release and every change of the count publishes
-// the new count there), then try again, and again after each message, until taken, the
-// deadline, a stop request or an error. A try already in flight when a message arrives is
-// followed by one more once it is answered, so no release is missed. After the subscription
-// was lost and restored (a reconnect), it tries again: releases published meanwhile were not
-// heard. Every process waiting on the semaphore wakes at each release and tries (Redisson's
-// semaphore is no fairer); the release's count limits how many can win.
+// The wait (channel_wait.hpp): try the acquire script; when too few permits are available,
+// wait on the semaphore's channel (every release and every change of the count publishes the
+// new count there) and try again at each message. Every process waiting on the semaphore wakes
+// at each release and tries (Redisson's semaphore is no fairer); the release's count limits
+// how many can win. A try that took permits the wait does not deliver (stopped, shut down), or
+// whose outcome is unknown, is undone.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <string>
 #include <system_error>
 
+#include "detail/channel_wait.hpp"
 #include "detail/core.hpp"
 
 namespace rlock::detail {
@@ -40,12 +37,11 @@ std::vector<const script*> semaphore_scripts();
 /// The kinds of semaphore_set.lua, and release.
 enum class semaphore_change { init, add, drain, release };
 
-class acquire_op;
-
 /// The semaphores of one client: their requests, and the acquires that wait.
 class semaphore_service : public std::enable_shared_from_this<semaphore_service> {
  public:
-  explicit semaphore_service(std::shared_ptr<core> c) : core_(std::move(c)) {}
+  explicit semaphore_service(std::shared_ptr<core> c)
+      : core_(std::move(c)), waits_(std::make_shared<wait_registry>(core_)) {}
   const std::shared_ptr<core>& engine() const { return core_; }
 
   /// Takes `permits` of semaphore `raw_name`, waiting until `deadline` (a deadline already
@@ -68,14 +64,8 @@ class semaphore_service : public std::enable_shared_from_this<semaphore_service>
   void shutdown();
 
  private:
-  friend class acquire_op;
-  void forget(std::uint64_t id);
-
   std::shared_ptr<core> core_;
-  std::mutex mu_;
-  bool closed_ = false;
-  std::uint64_t next_id_ = 0;
-  std::map<std::uint64_t, std::weak_ptr<acquire_op>> waits_;
+  std::shared_ptr<wait_registry> waits_;
 };
 
 }  // namespace rlock::detail

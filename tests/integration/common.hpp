@@ -64,4 +64,15 @@ inline long long numsub_of(const redis_server& server, const std::string& channe
   return server.cli_reply({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer;
 }
 
+/// The code of the rlock::error that `f` throws; {} when it throws none.
+template <class F>
+std::error_code code_of(F&& f) {
+  try {
+    f();
+  } catch (const error& e) {
+    return e.code();
+  }
+  return {};
+}
+
 }  // namespace rlock::test

@@ -54,6 +54,14 @@ TEST_P(hostile_silent, every_call_times_out_within_its_deadline) {
   const outcome released = run_bounded([&] { return sem.release() > 0; });
   EXPECT_EQ(released.ec, errc::timeout) << released.what;
   EXPECT_LT(released.took, retry_budget(cfg).count());
+  // The countdown latch's: a wait by its wait, a count down by the retry budget.
+  auto latch = c.get_countdown_latch(std::string(1 << 20, 'l'));
+  const outcome awaited = run_bounded([&] { return latch.await_for(wait); });
+  EXPECT_EQ(awaited.ec, errc::timeout) << awaited.what;
+  EXPECT_LT(awaited.took, (wait + slack).count());
+  const outcome counted = run_bounded([&] { return latch.count_down() >= 0; });
+  EXPECT_EQ(counted.ec, errc::timeout) << counted.what;
+  EXPECT_LT(counted.took, retry_budget(cfg).count());
   EXPECT_GE(server.accepted(), 1U);
   if (GetParam() == listener_behaviour::silent) {
     EXPECT_GT(server.bytes_read(), 0U) << "the client did send its connection setup";

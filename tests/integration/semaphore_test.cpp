@@ -15,22 +15,6 @@
 namespace rlock::test {
 namespace {
 
-/// Subscribers of `channel` on `server` (PUBSUB NUMSUB).
-long long numsub(const redis_server& server, const std::string& channel) {
-  const auto r = server.cli_reply({"PUBSUB", "NUMSUB", channel});
-  return r.elements.size() == 2 ? r.elements[1].integer : -1;
-}
-
-template <class F>
-std::error_code code_of(F&& f) {
-  try {
-    f();
-  } catch (const error& e) {
-    return e.code();
-  }
-  return {};
-}
-
 TEST(semaphore, keeps_redissons_layout_and_counts) {
   redis_server server;
   client c(config_for(server));
@@ -122,7 +106,7 @@ TEST(semaphore, a_waiter_wakes_at_the_release_without_polling) {
   });
   started.get_future().get();
   // The waiter is subscribed once the channel has a subscriber. External state: wait for it.
-  ASSERT_TRUE(wait_until([&] { return numsub(server, "redisson_sc:{wake}") == 1; }, 10s, 10ms));
+  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_sc:{wake}") == 1; }, 10s, 10ms));
   const long waiting = evalsha_calls(server) - before;
   EXPECT_LE(waiting, 2) << "tries before the release";
   const auto t0 = steady::now();
@@ -146,7 +130,7 @@ TEST(semaphore, a_wait_without_a_release_ends_at_its_deadline_with_nothing_taken
   EXPECT_LT(took, 300 + 2000);
   EXPECT_EQ(server.cli({"GET", "dry"}), "1");
   // It unsubscribed as it returned. External state: wait for the server to have it.
-  EXPECT_TRUE(wait_until([&] { return numsub(server, "redisson_sc:{dry}") == 0; }, 10s, 10ms));
+  EXPECT_TRUE(wait_until([&] { return numsub_of(server, "redisson_sc:{dry}") == 0; }, 10s, 10ms));
 }
 
 // Permits bound how many are inside at once, across clients and threads; every permit comes
@@ -194,7 +178,8 @@ TEST(semaphore, a_stop_request_ends_the_wait_and_takes_nothing) {
   std::stop_source stop;
   auto waiter = std::async(std::launch::async,
                            [&] { return code_of([&] { s.acquire(1, stop.get_token()); }); });
-  ASSERT_TRUE(wait_until([&] { return numsub(server, "redisson_sc:{stopped}") == 1; }, 10s, 10ms));
+  ASSERT_TRUE(
+      wait_until([&] { return numsub_of(server, "redisson_sc:{stopped}") == 1; }, 10s, 10ms));
   const auto t0 = steady::now();
   stop.request_stop();
   EXPECT_EQ(waiter.get(), errc::stopped);
@@ -209,7 +194,8 @@ TEST(semaphore, shutdown_ends_a_waiting_acquire) {
   semaphore s = c.get_semaphore("closing");
   ASSERT_TRUE(s.try_set_permits(0));
   auto waiter = std::async(std::launch::async, [&] { return code_of([&] { s.acquire(); }); });
-  ASSERT_TRUE(wait_until([&] { return numsub(server, "redisson_sc:{closing}") == 1; }, 10s, 10ms));
+  ASSERT_TRUE(
+      wait_until([&] { return numsub_of(server, "redisson_sc:{closing}") == 1; }, 10s, 10ms));
   c.shutdown();
   EXPECT_EQ(waiter.get(), errc::shutdown);
   EXPECT_EQ(code_of([&] { (void)s.try_acquire(); }), errc::shutdown);

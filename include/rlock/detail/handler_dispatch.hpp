@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <stop_token>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -100,6 +101,26 @@ std::function<void(std::error_code, T)> wrap_completion(const asio::io_context::
       (*h)(ec, v);
     });
   };
+}
+
+/// The stop token of an operation whose handler may have a connected cancellation slot: a
+/// terminal, partial or total cancellation requests the stop. An empty token (never stopped)
+/// without a connected slot. The slot owns the stop source until it is cleared (the operation
+/// completed) or given another handler.
+template <class Handler>
+std::stop_token stop_token_of(Handler& handler) {
+  auto slot = asio::get_associated_cancellation_slot(handler);
+  if constexpr (std::is_same_v<decltype(slot), asio::cancellation_slot>) {
+    if (slot.is_connected()) {
+      auto source = std::make_shared<std::stop_source>();
+      slot.assign([source](asio::cancellation_type type) {
+        using ct = asio::cancellation_type;
+        if ((type & (ct::terminal | ct::partial | ct::total)) != ct::none) source->request_stop();
+      });
+      return source->get_token();
+    }
+  }
+  return {};
 }
 
 }  // namespace rlock::detail
