@@ -269,13 +269,12 @@ TEST(semaphore, bad_input_is_refused_before_anything_is_sent) {
   EXPECT_EQ(code_of([&] { (void)s.try_acquire_for(1s, -1); }), errc::invalid_argument);
   EXPECT_EQ(code_of([&] { (void)s.release(0); }), errc::invalid_argument);
   EXPECT_EQ(code_of([&] { (void)s.try_set_permits(-1); }), errc::invalid_argument);
-  std::error_code async_ec;
-  try {
-    (void)s.async_release(0, asio::use_future).get();
-  } catch (const std::system_error& e) {
-    async_ec = e.code();
-  }
-  EXPECT_EQ(async_ec, errc::invalid_argument);
+  // A handler of its own, not asio::use_future: a future rethrows the error as the exception
+  // the completing thread stored, and ThreadSanitizer cannot see the uninstrumented standard
+  // library's reference count that keeps that exception alive across threads.
+  auto released = std::make_shared<std::promise<std::error_code>>();
+  s.async_release(0, [released](std::error_code ec, std::int64_t) { released->set_value(ec); });
+  EXPECT_EQ(released->get_future().get(), errc::invalid_argument);
   EXPECT_EQ(server.cli({"EXISTS", "bad"}), "0");
 }
 
