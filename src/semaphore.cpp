@@ -1,15 +1,14 @@
 #include "rlock/semaphore.hpp"
 
-#include <limits>
 #include <optional>
 #include <utility>
 
 #include "detail/blocking.hpp"
 #include "detail/closed_completion.hpp"
 #include "detail/lock_call.hpp"
+#include "detail/lock_replies.hpp"
 #include "detail/object_key.hpp"
 #include "detail/semaphore_ops.hpp"
-#include "detail/whole_number.hpp"
 #include "rlock/error.hpp"
 
 namespace rlock {
@@ -124,18 +123,10 @@ std::int64_t semaphore::available_permits() {
   o.idempotent = true;
   o.route_key = key_;
   svc_->engine()->exec(args, o, [&w](detail::exec_result r) {
-    detail::call_outcome<std::int64_t> out{r.ec, 0, r.detail};
-    if (!r.ec && r.value.is_string()) {
-      const auto n =
-          detail::parse_whole_number(r.value.str(), std::numeric_limits<long long>::min(),
-                                     std::numeric_limits<long long>::max());
-      if (n) {
-        out.value = *n;
-      } else {
-        out.ec = make_error_code(errc::wrong_type);
-        out.detail = "the key holds no integer permit count";
-      }
-    }
+    // The lock's counter decoding: 0 for no key, wrong_type for anything but a whole number.
+    const auto [ec, n] = detail::decode_counter(r);
+    detail::call_outcome<std::int64_t> out{ec, n, r.detail};
+    if (ec && !r.ec) out.detail = "the key holds no integer permit count";
     w.set(std::move(out));
   });
   auto r = w.take(svc_->engine()->cfg().blocking_spin);
