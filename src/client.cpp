@@ -10,6 +10,7 @@
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/resp.hpp"
+#include "detail/rw_lock_ops.hpp"
 #include "detail/semaphore_ops.hpp"
 
 namespace rlock {
@@ -49,6 +50,7 @@ std::vector<const script*> every_script() {
   std::vector<const script*> all = detail::lock_scripts();
   for (const script* s : detail::semaphore_scripts()) all.push_back(s);
   for (const script* s : detail::countdown_latch_scripts()) all.push_back(s);
+  for (const script* s : detail::rw_lock_scripts()) all.push_back(s);
   return all;
 }
 
@@ -58,7 +60,8 @@ client::client(config cfg)
     : core_(std::make_shared<detail::core>(std::move(cfg), every_script())),
       locks_(std::make_shared<detail::lock_service>(core_)),
       semaphores_(std::make_shared<detail::semaphore_service>(core_)),
-      latches_(std::make_shared<detail::countdown_latch_service>(core_)) {}
+      latches_(std::make_shared<detail::countdown_latch_service>(core_)),
+      rw_locks_(std::make_shared<detail::rw_lock_service>(core_)) {}
 
 client::~client() {
   shutdown();
@@ -72,6 +75,7 @@ client& client::operator=(client&& o) noexcept {
     locks_ = std::move(o.locks_);
     semaphores_ = std::move(o.semaphores_);
     latches_ = std::move(o.latches_);
+    rw_locks_ = std::move(o.rw_locks_);
   }
   return *this;
 }
@@ -90,6 +94,10 @@ semaphore client::get_semaphore(std::string name) const {
 
 countdown_latch client::get_countdown_latch(std::string name) const {
   return countdown_latch(latches_, std::move(name));
+}
+
+read_write_lock client::get_read_write_lock(std::string name) const {
+  return read_write_lock(rw_locks_, std::move(name));
 }
 
 void client::release_quietly(reentrant_lock& l) noexcept {
@@ -117,6 +125,7 @@ connection_status client::status() const {
 void client::shutdown() {
   if (semaphores_) semaphores_->shutdown();
   if (latches_) latches_->shutdown();
+  if (rw_locks_) rw_locks_->shutdown();
   if (locks_) locks_->shutdown();
   if (core_) core_->shutdown();
 }

@@ -33,6 +33,7 @@
 #include "rlock/error.hpp"
 #include "rlock/fenced_lock.hpp"
 #include "rlock/lock.hpp"
+#include "rlock/read_write_lock.hpp"
 #include "rlock/reply.hpp"
 #include "rlock/script.hpp"
 #include "rlock/semaphore.hpp"
@@ -43,6 +44,7 @@ namespace detail {
 class core;
 class lock_service;
 class semaphore_service;
+class rw_lock_service;
 class countdown_latch_service;
 }  // namespace detail
 
@@ -122,6 +124,9 @@ class client {
   /// The countdown latch named `name` (Redisson's getCountDownLatch; countdown_latch.hpp). Same
   /// name rules as get_semaphore.
   countdown_latch get_countdown_latch(std::string name) const;
+  /// The read-write lock named `name` (Redisson's getReadWriteLock; read_write_lock.hpp). Same
+  /// name rules as get_lock.
+  read_write_lock get_read_write_lock(std::string name) const;
 
   /// Runs `f` while holding the lock `name`, returns what `f` returns, and always releases it,
   /// also when `f` throws. `opts` gives the wait budget, lease and stop token; when the lock is
@@ -209,6 +214,7 @@ class client {
   std::shared_ptr<detail::lock_service> locks_;
   std::shared_ptr<detail::semaphore_service> semaphores_;
   std::shared_ptr<detail::countdown_latch_service> latches_;
+  std::shared_ptr<detail::rw_lock_service> rw_locks_;
 };
 
 }  // namespace rlock

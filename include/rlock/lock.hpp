@@ -407,16 +407,7 @@ class reentrant_lock {
   }
   template <class Handler>
   void_callback wrap_void(Handler handler) {
-    auto own = executor();
-    auto ex = asio::get_associated_executor(handler, own);
-    auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
-    auto h = std::make_shared<Handler>(std::move(handler));
-    return [h, ex, own, work](std::error_code ec) {
-      detail::dispatch_handler(ex, own, *work, [h, ec]() mutable {
-        asio::get_associated_cancellation_slot(*h).clear();
-        (*h)(ec);
-      });
-    };
+    return detail::wrap_void_completion(executor(), std::move(handler));
   }
 
   asio::io_context::executor_type executor() const;

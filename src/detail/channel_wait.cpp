@@ -13,7 +13,8 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
       : registry_(registry),
         core_(registry->engine()),
         spec_(std::move(spec)),
-        timer_(core_->io()) {}
+        timer_(core_->io()),
+        retry_timer_(core_->io()) {}
 
   void start(std::stop_token stop) {
     self_ = shared_from_this();
@@ -86,6 +87,7 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
       finish_now({}, o.success);
       return;
     }
+    retry_in_ = o.retry_in;
     if (!subscribed_) {
       subscribing_ = true;
       lk.unlock();
@@ -99,6 +101,32 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
       return;
     }
     arm_timer_locked();
+    arm_retry_locked();
+  }
+
+  // The attempt named a time after which the condition may hold unannounced (a lock's TTL):
+  // try again then, unless the deadline comes first. A message before then tries at once.
+  void arm_retry_locked() {
+    if (!retry_in_) return;
+    const auto now = clock::now();
+    const auto at = *retry_in_ >= spec_.deadline - now ? spec_.deadline : now + *retry_in_;
+    if (at >= spec_.deadline) return;
+    ++retry_serial_;
+    retry_timer_.expires_at(at);
+    retry_timer_.async_wait([weak = weak_from_this(), serial = retry_serial_](std::error_code ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->on_retry(serial);
+    });
+  }
+
+  void on_retry(std::uint64_t serial) {
+    {
+      lock lk(mu_);
+      if (serial != retry_serial_) return;  // a later attempt re-armed it
+      if (finished_ || stopping_ || subscribing_ || !subscribed_ || in_flight_) return;
+      in_flight_ = true;
+    }
+    send_attempt();
   }
 
   void subscribe() {
@@ -185,6 +213,7 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
       stop = std::move(stop_);
       keep = std::move(self_);
       timer_.cancel();
+      retry_timer_.cancel();
     }
     sub.reset();
     stop.reset();
@@ -197,6 +226,9 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
   wait_spec spec_;
   std::mutex mu_;
   asio::steady_timer timer_;
+  asio::steady_timer retry_timer_;
+  std::optional<clock::duration> retry_in_;  // of the last attempt that was not met
+  std::uint64_t retry_serial_ = 0;
   std::unique_ptr<std::stop_callback<std::function<void()>>> stop_;
   subscription sub_;
   std::shared_ptr<wait_op> self_;

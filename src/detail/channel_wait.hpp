@@ -10,6 +10,9 @@
 // followed by one more once it is answered, so no announcement is lost. At most one attempt is
 // in flight.
 //
+// An attempt that fails may name a time to try again without a message (retry_in: a lock's
+// TTL, after which it is free even if nobody announces it, as when its holder crashed).
+//
 // An attempt may hand back an undo: it is run when the wait ends without delivering that
 // attempt's success (stopped or shut down while it was in flight), or when the attempt failed
 // with an unknown outcome (it may have acted). The caller's `done` runs once, on an I/O thread
@@ -21,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <system_error>
@@ -35,6 +39,9 @@ struct attempt_outcome {
   std::string detail;    ///< the reply's text explaining `ec`
   /// Undoes what the attempt may have done; empty when there is nothing to undo.
   std::function<void()> undo;
+  /// Not met: attempt again after this long even without a message (nullopt: only at a
+  /// message, a resubscription or never).
+  std::optional<clock::duration> retry_in;
 };
 
 struct wait_spec {

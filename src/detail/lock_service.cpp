@@ -38,7 +38,8 @@ std::string random_request_id() {
 lock_service::lock_service(std::shared_ptr<core> c)
     : core_(std::move(c)),
       watchdog_(std::make_shared<watchdog>(core_, core_->cfg().lock_watchdog_timeout,
-                                           core_->cfg().lock_watchdog_batch_size)) {}
+                                           core_->cfg().lock_watchdog_batch_size,
+                                           lock_renew_script())) {}
 
 lock_service::~lock_service() {
   shutdown();

@@ -31,8 +31,9 @@ clock::time_point halfway_to(clock::time_point now, clock::time_point deadline,
 }  // namespace
 
 watchdog::watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds timeout,
-                   int batch_size)
+                   int batch_size, const script& renew_script)
     : core_(c),
+      renew_script_(&renew_script),
       timeout_(timeout),
       ordered_(c->cfg().connection_pool_size == 1),
       batch_size_(static_cast<std::size_t>(std::max(1, batch_size))),
@@ -257,7 +258,7 @@ void watchdog::send_batch(const batch& b) {
   o.idempotent = false;
   o.max_attempts = 1;
   o.deadline = round_within(sent_at, timeout_);  // answered before the next round is due
-  c->eval(lock_renew_script(), kv, av, o,
+  c->eval(*renew_script_, kv, av, o,
           [self = shared_from_this(), ids = std::move(ids), sent_at](exec_result res) mutable {
             self->on_batch(std::move(ids), sent_at, std::move(res));
           });

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "detail/connection.hpp"
+#include "rlock/script.hpp"
 
 namespace rlock::detail {
 
@@ -63,7 +64,10 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
  public:
   using loss_callback = std::function<void(std::error_code)>;
 
-  watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds timeout, int batch_size);
+  /// `renew_script`: the batched renewal (lock_renew.lua's contract: KEYS the keys, ARGV[1] the
+  /// lease, ARGV[i+1] the owner of KEYS[i]; an array of 1 held / 0 lost); must outlive it.
+  watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds timeout, int batch_size,
+           const script& renew_script);
 
   /// Registers a hold before its acquire is sent; it is neither renewed nor expired before
   /// activate() says what lease the acquire set.
@@ -150,6 +154,7 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   void on_expiry();
 
   std::weak_ptr<core> core_;
+  const script* renew_script_;
   std::chrono::milliseconds timeout_;
   /// One connection carries every script: the server runs them in the order they were sent.
   bool ordered_;

@@ -103,6 +103,21 @@ std::function<void(std::error_code, T)> wrap_completion(const asio::io_context::
   };
 }
 
+/// As wrap_completion, for a handler that takes the code only.
+template <class Handler>
+std::function<void(std::error_code)> wrap_void_completion(
+    const asio::io_context::executor_type& own, Handler handler) {
+  auto ex = asio::get_associated_executor(handler, own);
+  auto work = std::make_shared<asio::executor_work_guard<decltype(ex)>>(ex);
+  auto h = std::make_shared<Handler>(std::move(handler));
+  return [h, ex, own, work](std::error_code ec) {
+    dispatch_handler(ex, own, *work, [h, ec]() mutable {
+      asio::get_associated_cancellation_slot(*h).clear();
+      (*h)(ec);
+    });
+  };
+}
+
 /// The stop token of an operation whose handler may have a connected cancellation slot: a
 /// terminal, partial or total cancellation requests the stop. An empty token (never stopped)
 /// without a connected slot. The slot owns the stop source until it is cleared (the operation
