@@ -62,6 +62,16 @@ TEST_P(hostile_silent, every_call_times_out_within_its_deadline) {
   const outcome counted = run_bounded([&] { return latch.count_down() >= 0; });
   EXPECT_EQ(counted.ec, errc::timeout) << counted.what;
   EXPECT_LT(counted.took, retry_budget(cfg).count());
+  // The read-write lock's: a waiting acquire by its wait, force_unlock (never resent) by the
+  // retry budget.
+  auto rw = c.get_read_write_lock(std::string(1 << 20, 'r'));
+  const outcome shared = run_bounded([&] { return rw.try_lock_shared_for(wait); });
+  EXPECT_FALSE(shared.value);
+  EXPECT_EQ(shared.ec, errc::timeout) << shared.what;
+  EXPECT_LT(shared.took, (wait + slack).count());
+  const outcome forced = run_bounded([&] { return rw.force_unlock(); });
+  EXPECT_EQ(forced.ec, errc::timeout) << forced.what;
+  EXPECT_LT(forced.took, retry_budget(cfg).count());
   EXPECT_GE(server.accepted(), 1U);
   if (GetParam() == listener_behaviour::silent) {
     EXPECT_GT(server.bytes_read(), 0U) << "the client did send its connection setup";
