@@ -8,6 +8,7 @@
 #include "detail/lock_call.hpp"
 #include "detail/object_key.hpp"
 #include "detail/rw_lock_ops.hpp"
+#include "detail/stop_either.hpp"
 #include "rlock/error.hpp"
 
 namespace rlock {
@@ -15,23 +16,6 @@ namespace {
 
 const char* half(rw_mode m) {
   return m == rw_mode::read ? "read" : "write";
-}
-
-// A stop token stopped by either of two; `keep` owns what links them while it is in use.
-std::stop_token either(std::stop_token a, std::stop_token b, std::shared_ptr<void>& keep) {
-  if (!b.stop_possible()) return a;
-  if (!a.stop_possible()) return b;
-  struct link {
-    std::stop_source source;
-    std::optional<std::stop_callback<std::function<void()>>> from_a;
-    std::optional<std::stop_callback<std::function<void()>>> from_b;
-  };
-  auto l = std::make_shared<link>();
-  auto forward = [s = l->source]() mutable { s.request_stop(); };
-  l->from_a.emplace(std::move(a), std::function<void()>(forward));
-  l->from_b.emplace(std::move(b), std::function<void()>(forward));
-  keep = l;
-  return l->source.get_token();
 }
 
 detail::rw_acquire_request request_of(const std::string& key, rw_mode mode, std::uint64_t owner,
@@ -67,7 +51,7 @@ void read_write_lock::start_acquire(rw_mode mode, std::uint64_t owner, const acq
                                     std::stop_token also, callback<bool> cb) {
   std::shared_ptr<void> keep;
   auto req = request_of(key_, mode, owner, o);
-  req.stop = either(std::move(req.stop), std::move(also), keep);
+  req.stop = detail::stop_either(std::move(req.stop), std::move(also), keep);
   svc_->acquire(std::move(req), [keep, detail_out = o.error_detail, cb = std::move(cb)](
                                     std::error_code ec, bool ok, const std::string& why) {
     if (ec && detail_out != nullptr && !why.empty()) *detail_out = why;

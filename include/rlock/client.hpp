@@ -33,6 +33,7 @@
 #include "rlock/error.hpp"
 #include "rlock/fenced_lock.hpp"
 #include "rlock/lock.hpp"
+#include "rlock/multi_lock.hpp"
 #include "rlock/read_write_lock.hpp"
 #include "rlock/reply.hpp"
 #include "rlock/script.hpp"

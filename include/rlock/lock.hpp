@@ -138,6 +138,7 @@ namespace detail {
 class lock_service;
 }
 class fenced_lock;
+class multi_lock;
 
 /// Owner ids from this bit up (2^62 and more) are rlock's: this_thread_owner_id() and
 /// new_owner_id() draw from them. Ids the caller picks for the async API should stay below it
@@ -368,6 +369,7 @@ class reentrant_lock {
  private:
   // Acquires through start_acquire() and adapts handlers with wrap() (fenced_lock.hpp).
   friend class fenced_lock;
+  friend class multi_lock;
 
   template <class T>
   using callback = std::function<void(std::error_code, T)>;
