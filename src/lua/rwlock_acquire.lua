@@ -16,12 +16,18 @@
 -- when free, or re-entered by its write holder; never while anyone reads, this owner included
 -- (no upgrade: a reader asking for the write half waits for itself). A re-entry sets the TTL to
 -- the greater of what is left and the lease (Redisson adds the lease to what is left).
--- An error reply (WRONGTYPE) when KEYS[1] holds another type.
+-- An error reply (WRONGTYPE) when KEYS[1] holds another type, or is a hash without "mode" (a
+-- reentrant lock of the same name, say: Redisson's script would add "mode" to it and take it).
 --!include rwlock_prelude.lua
 if redis.call('exists', KEYS[2]) == 1 then
   return nil
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false and redis.call('exists', KEYS[1]) == 1 then
+  -- A hash without "mode" is no read-write lock (a reentrant lock's, an application's): left
+  -- as it is, never taken over.
+  return redis.error_reply('WRONGTYPE the key is a hash without a read-write lock\'s mode field')
+end
 local read = ARGV[3] == 'read'
 local field = ARGV[2]
 local free = mode == false

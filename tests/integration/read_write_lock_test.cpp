@@ -419,6 +419,14 @@ TEST(read_write_lock, a_key_of_another_kind_is_wrong_type_and_left_as_it_was) {
   EXPECT_EQ(code_of([&] { (void)rw.mode(); }), errc::wrong_type);
   EXPECT_EQ(code_of([&] { (void)rw.force_unlock(); }), errc::wrong_type);
   EXPECT_EQ(server.cli({"GET", "text"}), "abc");
+  // A reentrant lock's hash of the same name is no read-write lock: never taken over.
+  lock plain = c.get_lock("plain");
+  plain.lock();
+  read_write_lock over = c.get_read_write_lock("plain");
+  EXPECT_EQ(code_of([&] { (void)over.try_lock_shared(); }), errc::wrong_type);
+  EXPECT_EQ(code_of([&] { (void)over.try_lock(); }), errc::wrong_type);
+  EXPECT_EQ(server.cli_reply({"HLEN", "plain"}).integer, 1) << "no mode field added";
+  plain.unlock();
 }
 
 TEST(read_write_lock, bad_input_and_a_dead_server_fail_clearly) {
