@@ -401,6 +401,72 @@ TEST(cli_exec, a_hash_without_a_locks_fields_is_refused_at_once) {
   EXPECT_EQ(server.cli({"HLEN", "apph"}), "2");
 }
 
+// --shared and --exclusive (flock -s / -x): two shared holders of the read-write lock hold it
+// together, an exclusive one is kept out until both have ended, then holds it alone.
+TEST(cli_exec, shared_holders_hold_together_and_an_exclusive_one_waits_for_them) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held_a(dir.path() / "a");
+  fifo_marker held_b(dir.path() / "b");
+  child_process a = start_holder(server, "rw", held_a, {"--shared"});
+  child_process b = start_holder(server, "rw", held_b, {"-s"});  // held while a holds
+  EXPECT_EQ(server.cli({"HGET", "rw", "mode"}), "read");
+  EXPECT_EQ(server.cli({"HLEN", "rw"}), "3") << "mode and two readers";
+  const auto refused =
+      run_rlock({"exec", "rw", "--exclusive", "--wait", "0s", "--url", server.url(), "--", "true"});
+  EXPECT_EQ(refused.status, 75) << refused.err;
+  a.kill(SIGTERM);
+  EXPECT_EQ(exit_status(a, 10s), 128 + SIGTERM) << a.error_output();
+  EXPECT_EQ(server.cli({"HGET", "rw", "mode"}), "read") << "b still reads";
+  b.kill(SIGTERM);
+  EXPECT_EQ(exit_status(b, 10s), 128 + SIGTERM) << b.error_output();
+  const auto writer = run_rlock({"exec", "rw", "-x", "--wait", "5s", "--url", server.url(), "--",
+                                 "sh", "-c", "redis-cli -p \"$P\" HGET rw mode"},
+                                {"P=" + std::to_string(server.port())});
+  EXPECT_EQ(writer.status, 0) << writer.err;
+  EXPECT_EQ(writer.out, "write\n");
+  EXPECT_EQ(server.cli({"EXISTS", "rw"}), "0");
+}
+
+TEST(cli_exec, an_exclusive_holder_keeps_shared_ones_out) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process w = start_holder(server, "rwx", held, {"--exclusive"});
+  EXPECT_EQ(server.cli({"HGET", "rwx", "mode"}), "write");
+  const auto reader = run_rlock(
+      {"exec", "rwx", "--shared", "--wait", "300ms", "--url", server.url(), "--", "true"});
+  EXPECT_EQ(reader.status, 75) << reader.err;
+  EXPECT_GE(reader.ms, 300);
+  w.kill(SIGTERM);
+  EXPECT_EQ(exit_status(w, 10s), 128 + SIGTERM) << w.error_output();
+  EXPECT_EQ(server.cli({"EXISTS", "rwx"}), "0");
+}
+
+// One kind per name: --shared on a reentrant lock's key is refused (65), the lock left as it is;
+// the options exclude each other and --fenced.
+TEST(cli_exec, shared_on_a_reentrant_locks_key_and_mixed_modes_are_refused) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process plain = start_holder(server, "kind", held);
+  const auto shared =
+      run_rlock({"exec", "kind", "--shared", "--wait", "0s", "--url", server.url(), "--", "true"});
+  EXPECT_EQ(shared.status, 65) << shared.err;
+  EXPECT_EQ(server.cli({"HLEN", "kind"}), "1") << "the reentrant lock's hash is left as it was";
+  plain.kill(SIGTERM);
+  EXPECT_EQ(exit_status(plain, 10s), 128 + SIGTERM) << plain.error_output();
+  for (const std::vector<std::string>& both : {std::vector<std::string>{"--shared", "--exclusive"},
+                                               std::vector<std::string>{"--shared", "--fenced"},
+                                               std::vector<std::string>{"-x", "--fenced"}}) {
+    std::vector<std::string> args{"exec", "kind", "--url", server.url()};
+    args.insert(args.end(), both.begin(), both.end());
+    args.insert(args.end(), {"--", "true"});
+    const auto r = run_rlock(args);
+    EXPECT_EQ(r.status, 64) << both[0] << " " << both[1] << ": " << r.err;
+  }
+}
+
 TEST(cli_exec, force_unlock_wakes_a_waiting_exec_at_once) {
   redis_server server;
   temp_dir dir("rlock-cli");

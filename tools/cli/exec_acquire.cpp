@@ -42,7 +42,7 @@ milliseconds since(clock::time_point t0) {
 
 }  // namespace
 
-acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
+acquire_result acquire_for_exec(rlock::client& client, const exec_lock& lock,
                                 const acquire_request& request, signal_channel& signals,
                                 status_line& line) {
   const auto t0 = clock::now();
@@ -53,19 +53,12 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
   opts.lease = request.lease;
   opts.stop = stop.get_token();
   opts.error_detail = &result->error_detail;
-  if (request.fenced) {
-    rlock::fenced_lock(lock).async_acquire(
-        request.owner, opts,
-        [result](std::error_code ec, std::optional<rlock::fencing_token> token) {
-          result->finish(ec, token.has_value(), token);
-        });
-  } else {
-    lock.async_acquire(request.owner, opts, [result](std::error_code ec, bool acquired) {
-      result->finish(ec, acquired, std::nullopt);
-    });
-  }
+  lock.acquire(request.owner, opts,
+               [result](std::error_code ec, bool acquired, std::optional<rlock::fencing_token> t) {
+                 result->finish(ec, acquired, t);
+               });
 
-  holder_probe probe(client, lock.key(), [result] { result->flag.raise(); });
+  holder_probe probe(client, lock.key, [result] { result->flag.raise(); });
   const milliseconds period =
       line.mode() == progress_mode::log ? milliseconds(5000) : milliseconds(250);
   auto next_tick = t0 + milliseconds(250);
@@ -109,7 +102,7 @@ acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
         !not_a_lock) {
       probe.refresh();
       std::string text =
-          "rlock: waiting " + format_duration(since(t0)) + " for '" + lock.name() + "'";
+          "rlock: waiting " + format_duration(since(t0)) + " for '" + lock.name + "'";
       if (request.wait && request.wait->count() == 0) {
         text += " (one attempt)";  // --wait 0s: a single try, bounded by --timeout
       } else if (request.wait) {

@@ -9,8 +9,8 @@
 //  - The status line is refreshed every 250 ms (terminal) or 5 s (log mode), starting 250 ms
 //    into the wait (a free lock never flickers a line), and cleared before returning; the holder
 //    queries behind it are bounded by holder_probe (at most two in flight).
-//  - With `fenced`, the acquire is the fenced lock's (fenced_lock.hpp): acquired comes with the
-//    hold's fencing token, and a token that cannot be issued fails the acquire, nothing held.
+//  - For a fenced lock (exec_lock_of(lock, true)) acquired comes with the hold's fencing token,
+//    and a token that cannot be issued fails the acquire, nothing held.
 //  - Other signals read meanwhile (SIGCHLD) are dropped: no child exists yet.
 //  - The key is read once at the start (HGETALL, answered while the acquire waits): a hash
 //    without Redisson's lock fields stops the wait, and the result is not_a_lock with nothing
@@ -24,6 +24,7 @@
 #include <string>
 #include <system_error>
 
+#include "exec_lock.hpp"
 #include "signal_channel.hpp"
 #include "status_line.hpp"
 
@@ -37,17 +38,16 @@ struct acquire_result {
   std::error_code error{};     ///< failed: the library's error
   std::string error_detail{};  ///< failed: the reply's text that explains it, if any
   std::chrono::milliseconds waited{0};
-  std::optional<rlock::fencing_token> token{};  ///< acquired with `fenced`: the hold's token
+  std::optional<rlock::fencing_token> token{};  ///< acquired, a fenced lock: the hold's token
 };
 
 struct acquire_request {
   std::uint64_t owner = 0;
   std::optional<std::chrono::milliseconds> wait{};   ///< nullopt: until acquired
   std::optional<std::chrono::milliseconds> lease{};  ///< nullopt: watchdog
-  bool fenced = false;  ///< acquire through the fenced lock of the same name
 };
 
-acquire_result acquire_for_exec(rlock::client& client, rlock::lock& lock,
+acquire_result acquire_for_exec(rlock::client& client, const exec_lock& lock,
                                 const acquire_request& request, signal_channel& signals,
                                 status_line& line);
 

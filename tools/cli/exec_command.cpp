@@ -15,6 +15,7 @@
 #include "duration_option.hpp"
 #include "event_flag.hpp"
 #include "exec_acquire.hpp"
+#include "exec_lock.hpp"
 #include "exec_supervisor.hpp"
 #include "lock_inspection.hpp"
 #include "lock_release.hpp"
@@ -56,6 +57,11 @@ constexpr const char* exec_footer =
     "While waiting, a status line on a terminal's stderr shows the holder, its TTL and the time\n"
     "waited; with --verbose also when stderr is not a terminal (one line every 5 s).\n"
     "\n"
+    "Shared and exclusive (as flock -s and -x): --shared takes the read half of Redisson's\n"
+    "RReadWriteLock NAME (readers share it), --exclusive its write half (alone). Use one kind\n"
+    "per name: a plain `rlock exec NAME` (the reentrant lock) waits while a read-write lock\n"
+    "NAME is held, and --shared/--exclusive on a reentrant lock's key exit 65, leaving it.\n"
+    "\n"
     "Exit status: the command's (128+N if it died of signal N); 75 not acquired within --wait;\n"
     "76 lock lost; 126 command not executable; 127 command not found; 64 usage; 65 the key is\n"
     "not a lock; 66 a password or TLS file cannot be read; 69 server unavailable; 70 other\n"
@@ -78,12 +84,12 @@ std::vector<std::string> command_environment(const std::string& name,
 
 /// Whether `owner` of `client` still holds `name` on the server, read within `bound`; true when
 /// the read fails (nothing is known).
-bool still_holds(rlock::client& client, const std::string& name, std::uint64_t owner,
+bool still_holds(rlock::client& client, const exec_lock& lock, std::uint64_t owner,
                  milliseconds bound) {
   try {
     const lock_report now =
-        call_within(client, bound, [&client, &name] { return read_lock(client, name); });
-    const std::string field = client.id() + ":" + std::to_string(owner);
+        call_within(client, bound, [&client, &lock] { return read_lock(client, lock.name); });
+    const std::string field = client.id() + ":" + std::to_string(owner) + lock.field_suffix;
     return std::any_of(now.owners.begin(), now.owners.end(),
                        [&field](const owner_hold& h) { return h.owner == field; });
   } catch (const rlock::error&) {
@@ -133,9 +139,17 @@ CLI::App* add_exec_command(CLI::App& app, exec_options& opts) {
       ->type_name("CODE")
       ->check(CLI::Range(0, 255).description(""))
       ->capture_default_str();
-  sub->add_flag("--fenced", opts.fenced,
-                "Take it as a fenced lock: each acquire issues a fencing token, passed to the "
-                "command in RLOCK_TOKEN");
+  auto* fenced = sub->add_flag("--fenced", opts.fenced,
+                               "Take it as a fenced lock: each acquire issues a fencing token, "
+                               "passed to the command in RLOCK_TOKEN");
+  auto* shared = sub->add_flag("-s,--shared", opts.shared,
+                               "Take the read half of the read-write lock NAME (Redisson's "
+                               "RReadWriteLock), shared with other --shared holders");
+  auto* exclusive = sub->add_flag("-x,--exclusive", opts.exclusive,
+                                  "Take the write half of the read-write lock NAME: alone, "
+                                  "excluding --shared and --exclusive holders");
+  shared->excludes(exclusive)->excludes(fenced);
+  exclusive->excludes(shared)->excludes(fenced);
   sub->add_flag("-v,--verbose", opts.verbose,
                 "Report progress on stderr also when it is not a terminal");
   add_connection_options(*sub, opts.connection);
@@ -159,12 +173,15 @@ int run_exec(const exec_options& o) {
   // ever read from the descriptor.
   signal_channel signals{SIGINT, SIGTERM, SIGHUP, SIGCHLD};
   rlock::client client = connect_checked(cfg, &signals);
-  rlock::lock lock = client.get_lock(o.name);
+  const exec_lock lock = o.shared || o.exclusive
+                             ? exec_lock_of(client.get_read_write_lock(o.name),
+                                            o.shared ? rlock::rw_mode::read : rlock::rw_mode::write)
+                             : exec_lock_of(client.get_lock(o.name), o.fenced);
   const std::uint64_t owner = rlock::this_thread_owner_id();
 
   status_line line(progress_mode_for(o.verbose));
   const acquire_result acquired =
-      acquire_for_exec(client, lock, {owner, o.wait, o.lease, o.fenced}, signals, line);
+      acquire_for_exec(client, lock, {owner, o.wait, o.lease}, signals, line);
   switch (acquired.outcome) {
     case acquire_outcome::acquired:
       break;
@@ -237,7 +254,7 @@ int run_exec(const exec_options& o) {
   }
   // Redis keeps what a script did before the ACL refused a command: the unlock's DEL (and a
   // hand-over) come before its PUBLISH.
-  if (released == rlock::errc::no_permission && !still_holds(client, o.name, owner, cfg.timeout)) {
+  if (released == rlock::errc::no_permission && !still_holds(client, lock, owner, cfg.timeout)) {
     write_stderr("rlock: warning: released lock '" + printable(o.name) +
                  "', but its waiters could not be notified: the ACL user lacks PUBLISH (or "
                  "permission for the lock's channels)\n");

@@ -39,6 +39,10 @@ struct exec_options {
   bool verbose = false;
   /// Acquire as a fenced lock and pass the token in RLOCK_TOKEN.
   bool fenced = false;
+  /// Take the read half (shared) or the write half (exclusive) of the read-write lock NAME
+  /// instead of the reentrant lock NAME.
+  bool shared = false;
+  bool exclusive = false;
   connection_options connection{};
 };
 

@@ -20,13 +20,13 @@ struct release_outcome {
 
 }  // namespace
 
-std::error_code release_hold(rlock::lock& lock, std::uint64_t owner,
+std::error_code release_hold(const exec_lock& lock, std::uint64_t owner,
                              std::chrono::milliseconds bound, signal_channel& signals) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + bound;
   // Shared with the handler: it may run after this function has given up.
   auto result = std::make_shared<release_outcome>();
-  lock.async_unlock(owner, [result](std::error_code ec) {
+  lock.unlock(owner, [result](std::error_code ec) {
     std::lock_guard lk(result->mu);
     result->done = true;
     result->ec = ec;

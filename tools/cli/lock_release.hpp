@@ -12,14 +12,14 @@
 
 #include <chrono>
 #include <cstdint>
-#include <rlock/lock.hpp>
 #include <system_error>
 
+#include "exec_lock.hpp"
 #include "signal_channel.hpp"
 
 namespace rlock::cli {
 
-std::error_code release_hold(rlock::lock& lock, std::uint64_t owner,
+std::error_code release_hold(const exec_lock& lock, std::uint64_t owner,
                              std::chrono::milliseconds bound, signal_channel& signals);
 
 }  // namespace rlock::cli
