@@ -119,6 +119,30 @@ TEST(multi_lock, a_red_lock_without_a_majority_of_servers_fails_with_their_error
   EXPECT_EQ(s1.cli_reply({"EXISTS", "r"}).integer, 0) << "the one taken was released";
 }
 
+// A paused server (SIGSTOP) costs a RedLock its member's share of the wait, not the whole wait
+// (go-redsync #80: one dead node stalled every round).
+TEST(multi_lock, a_paused_server_costs_a_red_lock_only_its_share_of_the_wait) {
+  redis_server s1;
+  redis_server s2;
+  redis_server s3;
+  client c1(config_for(s1));
+  client c2(config_for(s2));
+  client c3(config_for(s3));
+  c1.execute({"PING"});  // connected before the pause
+  multi_lock red = multi_lock::red_lock({c1.get_lock("r"), c2.get_lock("r"), c3.get_lock("r")});
+  s1.pause();
+  const auto t0 = steady::now();
+  ASSERT_TRUE(red.try_lock(3s));
+  const auto took = ms_since(t0);
+  EXPECT_GE(took, 900) << "the paused member had a third of the wait";
+  EXPECT_LT(took, 2500) << "and no more";
+  EXPECT_TRUE(holds(s2, "r", field_of(c2)));
+  EXPECT_TRUE(holds(s3, "r", field_of(c3)));
+  red.unlock();
+  EXPECT_EQ(s2.cli_reply({"EXISTS", "r"}).integer, 0);
+  s1.resume();
+}
+
 // One lost member of three leaves a majority; a second one loses the RedLock.
 TEST(multi_lock, a_red_lock_reports_its_loss_below_the_quorum) {
   redis_server s1;
