@@ -35,8 +35,8 @@
 //     server forgets its keys. For correctness use a fenced_lock (fenced_lock.hpp) and check
 //     its token where the data is written.
 //
-// Invalid: an empty group, a quorum group (red_lock) of fewer than 3 members, members of
-// different names mapped to one key (errc::invalid_argument when it is made); calling a
+// Invalid: an empty group, a quorum group (red_lock) of fewer than 3 members, one lock (the
+// same key of the same client) given twice (errc::invalid_argument when it is made); calling a
 // blocking member from a client's completion handler (errc::invalid_argument).
 #pragma once
 

@@ -59,10 +59,11 @@
 // deadline, or up to one request timeout later when the try in flight then is slow to answer.
 //
 // Invalid: an empty name or one longer than max_name_size (errc::invalid_argument when the
-// lock is made); releasing a hold the owner does not have (unlock(ec) gives errc::not_owner,
-// unlock() does nothing); calling a blocking member from one of the client's completion
-// handlers (errc::invalid_argument; unlock() does nothing). errc::wrong_type when the key
-// holds another type (left as it is).
+// lock is made); releasing a hold the owner does not have (release(mode, ec) gives
+// errc::not_owner, unlock() and unlock_shared() do nothing); calling a blocking member from one
+// of the client's completion handlers (errc::invalid_argument; unlock() and unlock_shared() do
+// nothing). errc::wrong_type when the key holds another type, or is a hash without "mode" (a
+// reentrant lock's, say), left as it is.
 #pragma once
 
 #include <asio.hpp>
