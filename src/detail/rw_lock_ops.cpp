@@ -1,6 +1,7 @@
 #include "detail/rw_lock_ops.hpp"
 
 #include <algorithm>
+#include <span>
 #include <utility>
 
 #include "detail/closed_completion.hpp"
@@ -19,11 +20,13 @@ std::string acquire_latch(std::string_view raw_name) {
   return once_key("rlock_rwlock_latch", raw_name);
 }
 
-// Releases the hold that the acquire with latch `latch` may have taken, after closing the
-// connections `fence` on the server. Best effort: nobody waits for it.
-void undo_acquire(const std::shared_ptr<core>& c, const std::string& raw_name, rw_mode mode,
-                  const std::string& owner, const std::string& latch,
-                  std::chrono::milliseconds lease, std::vector<server_client> fence) {
+// Sends rwlock_unlock.lua releasing one `mode` hold of `owner` (with a fresh unlock latch, so
+// it counts once when resent). With `acquire_latch`, an undo: it releases only if the acquire
+// that latch belongs to took a hold; `fence` are the connections closed first.
+void send_unlock(const std::shared_ptr<core>& c, const std::string& raw_name, rw_mode mode,
+                 const std::string& owner, std::chrono::milliseconds lease,
+                 const std::string& acquire_latch, std::vector<server_client> fence,
+                 exec_callback done) {
   const std::string channel = rw_lock_channel(raw_name);
   const std::string unlock = unlock_latch(raw_name, random_request_id());
   const std::string prefix = rw_key_prefix(raw_name);
@@ -31,9 +34,10 @@ void undo_acquire(const std::shared_ptr<core>& c, const std::string& raw_name, r
   const std::string ttl = once_ttl_ms(c->cfg());
   exec_options o = once_options(raw_name);
   o.fence = std::move(fence);
-  const std::string_view keys[] = {raw_name, channel, unlock, prefix, latch};
+  const std::string_view keys[] = {raw_name, channel, unlock, prefix, acquire_latch};
   const std::string_view args[] = {mode_arg(mode), owner, lease_ms, ttl};
-  c->eval(rwlock_unlock_script(), keys, args, o, [](const exec_result&) {});
+  c->eval(rwlock_unlock_script(), std::span(keys, acquire_latch.empty() ? 4 : 5), args, o,
+          std::move(done));
 }
 
 }  // namespace
@@ -49,15 +53,6 @@ std::string rw_key_prefix(std::string_view raw_name) {
   out += '{';
   out += raw_name;
   out += '}';
-  return out;
-}
-
-std::string rw_timeout_key(std::string_view raw_name, std::string_view field, long long n) {
-  std::string out = rw_key_prefix(raw_name);
-  out += ':';
-  out += field;
-  out += ":rwlock_timeout:";
-  out += std::to_string(n);
   return out;
 }
 
@@ -145,9 +140,11 @@ void rw_lock_service::acquire(rw_acquire_request req, done_flag done) {
                 out.retry_in = std::chrono::milliseconds(r.value.integer());
               }
               if (out.success || unknown) {
+                // Best effort: nobody waits for it.
                 out.undo = [c, key, mode, owner, latch, lease,
                             fence = std::move(r.unknown_on)]() mutable {
-                  undo_acquire(c, key, mode, owner, latch, lease, std::move(fence));
+                  send_unlock(c, key, mode, owner, lease, latch, std::move(fence),
+                              [](const exec_result&) {});
                 };
               }
               then(out);
@@ -208,16 +205,8 @@ void rw_lock_service::unlock(const std::string& raw_name, rw_mode mode, std::uin
       holds_.erase(it);
     }
   }
-  const std::string channel = rw_lock_channel(raw_name);
-  const std::string latch = unlock_latch(raw_name, random_request_id());
-  const std::string prefix = rw_key_prefix(raw_name);
-  const std::string owner = owner_field(core_->id(), owner_id);
-  const std::string lease_ms = std::to_string(lease.count());
-  const std::string ttl = once_ttl_ms(core_->cfg());
-  const std::string_view keys[] = {raw_name, channel, latch, prefix};
-  const std::string_view args[] = {mode_arg(mode), owner, lease_ms, ttl};
-  core_->eval(
-      rwlock_unlock_script(), keys, args, once_options(raw_name),
+  send_unlock(
+      core_, raw_name, mode, owner_field(core_->id(), owner_id), lease, {}, {},
       [self = shared_from_this(), k, last, lost, done = std::move(done)](exec_result r) mutable {
         if (!r.ec && !r.value.is_integer()) {
           r.ec = make_error_code(errc::protocol_error);

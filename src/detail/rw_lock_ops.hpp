@@ -33,10 +33,10 @@ namespace rlock::detail {
 
 /// The channel of read-write lock `raw_name`: redisson_rwlock:{<name>}.
 std::string rw_lock_channel(std::string_view raw_name);
-/// The prefix of its read holds' timeout keys: "{<name>}", or the name when it has a hash tag.
+/// The prefix of its read holds' timeout keys: "{<name>}", or the name when it has a hash tag
+/// (read hold n of an owner field has "<prefix>:<field>:rwlock_timeout:<n>", built by the
+/// scripts: rwlock_prelude.lua).
 std::string rw_key_prefix(std::string_view raw_name);
-/// The timeout key of read hold n of `field`: "<prefix>:<field>:rwlock_timeout:<n>".
-std::string rw_timeout_key(std::string_view raw_name, std::string_view field, long long n);
 
 /// The scripts (src/lua/rwlock_*.lua).
 const script& rwlock_acquire_script();
