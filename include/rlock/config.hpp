@@ -70,11 +70,11 @@ server_address parse_url(std::string_view url);
 /// Client configuration. The names follow Redisson's Config/BaseConfig so that settings carry
 /// over; defaults are Redisson 4.7's unless the comment says "rlock default".
 struct config {
-  // ---- topology: a single server, or a master found through Redis Sentinel ----
+  // ---- topology: a single server, a master found through Redis Sentinel, or a Cluster ----
   /// The server's URL. Credentials in the URL override username/password below. No Cluster
-  /// redirection is followed: given a Redis Cluster node, locks whose slot that node serves
-  /// work, and the others fail on their first attempt with errc::cluster_redirect. Unused in
-  /// Sentinel mode.
+  /// redirection is followed here: given a Redis Cluster node, locks whose slot that node serves
+  /// work, and the others fail on their first attempt with errc::cluster_redirect (use
+  /// cluster_addresses). Unused in Sentinel and Cluster mode.
   std::string address = "redis://127.0.0.1:6379";
   /// The master's (in Sentinel mode) or the server's user and password.
   std::optional<std::string> username;
@@ -105,6 +105,27 @@ struct config {
   std::vector<std::string> sentinel_addresses;
   std::optional<std::string> sentinel_username;
   std::optional<std::string> sentinel_password;
+  /// Cluster mode (Redisson's ClusterServersConfig nodeAddresses), when not empty: URLs of some
+  /// nodes of a Redis Cluster (redis:// or rediss://, one scheme for all; credentials in the URLs
+  /// must agree, and override username/password above for every node). The client learns which
+  /// master serves each of the 16384 slots (CLUSTER SLOTS) from these, then from the masters, every
+  /// cluster_scan_interval and soon after a MOVED reply or a failed connection; it keeps
+  /// connection_pool_size command connections and subscription_connection_pool_size subscribers
+  /// per master, and sends each request to the master of its key's slot. Every key and channel
+  /// of one object shares the object name's slot, so each script runs on one node. MOVED and ASK
+  /// replies are followed (they prove nothing ran), at most 5 times per request. Pub/sub is
+  /// classic SUBSCRIBE/PUBLISH, which a cluster delivers on every node (Redisson's
+  /// shardedSubscriptionMode OFF: a Java peer on Redis 7 must set that, or its waiters hear
+  /// rlock's releases only when their wait for the lock's TTL ends). database must be 0.
+  /// What holds across a failover: as in Sentinel mode, replication is asynchronous, so a lock
+  /// taken on a master just before it died may be missing on the replica promoted in its place;
+  /// the holder learns at its next renewal (errc::lock_lost). Requests written to the dead
+  /// master fail as on any lost connection; the client moves that master's connections and
+  /// subscriptions to the promoted replica once a scan names it (the cluster's
+  /// cluster-node-timeout, then at most about one scan).
+  std::vector<std::string> cluster_addresses;
+  /// How often the slot map is read again in Cluster mode (Redisson's scanInterval).
+  std::chrono::milliseconds cluster_scan_interval = 5000ms;
   /// Sent as CLIENT SETNAME on every connection when not empty.
   std::string client_name;
   tls_options tls;

@@ -106,6 +106,9 @@ struct connection_options {
   std::vector<std::string> scripts;
   /// Pub/sub mode: push messages go to on_push instead of completing requests.
   bool pubsub = false;
+  /// Cluster mode: master_switched() moves the connection for good (the replica promoted in
+  /// place of a dead master), as it does in Sentinel mode.
+  bool movable = false;
   /// Sentinel mode, when not empty: on every (re)connect the connection asks these Sentinels
   /// (the one that answered last first, then the others in turn, each within connect_timeout)
   /// for the address of master `master_name`, connects there with the answering Sentinel's
@@ -158,8 +161,9 @@ class connection : public std::enable_shared_from_this<connection> {
   static bool poll_replies_of_this_thread();
 
   /// Sentinel mode: a Sentinel announced that the master is now at `host`:`port` (reached with
-  /// the scheme of the current address). Thread-safe; carried out on the connection's strand.
-  /// `detail` says so in the errors of the requests that the move fails.
+  /// the scheme of the current address); Cluster mode (connection_options::movable): the
+  /// cluster now serves this connection's slots there. No-op otherwise. Thread-safe; carried out on
+  /// the connection's strand. `detail` says so in the errors of the requests that the move fails.
   void master_switched(std::string host, std::uint16_t port, std::string detail);
 
   state current_state() const;

@@ -109,7 +109,7 @@ void connection::master_switched(std::string host, std::uint16_t port, std::stri
       now = self->state_;
       gen = self->generation_;
     }
-    if (now == state::closed || self->opts_.sentinels.empty()) return;
+    if (now == state::closed || (self->opts_.sentinels.empty() && !self->opts_.movable)) return;
     // Already there (or going there after an answer that named it): nothing to do. While the
     // Sentinels are asked, opts_.address still holds the last answer, which may be the old
     // master: that query is abandoned too.

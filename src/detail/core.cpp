@@ -31,52 +31,6 @@ std::string make_uuid(int version) {
   return out;
 }
 
-// ---- node ----
-
-node::node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size) {
-  for (int i = 0; i < std::max(1, pool_size); ++i) {
-    conns_.push_back(std::make_shared<connection>(io, opts, connection::handlers{}));
-  }
-  for (int i = 0; i < std::max(1, sub_pool_size); ++i) {
-    subs_.push_back(std::make_shared<subscriber>(io, opts));
-  }
-}
-
-void node::start() {
-  for (auto& c : conns_) c->start();
-  for (auto& s : subs_) s->start();
-}
-
-void node::close() {
-  for (auto& s : subs_) s->close();
-  for (auto& c : conns_) c->close();
-}
-
-connection& node::pick() {
-  if (conns_.size() == 1) return *conns_.front();
-  return *conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()];
-}
-
-subscriber& node::subscriber_for(std::string_view channel) {
-  if (subs_.size() == 1) return *subs_.front();
-  return *subs_[std::hash<std::string_view>{}(channel) % subs_.size()];
-}
-
-void node::master_switched(const std::string& host, std::uint16_t port, const std::string& detail) {
-  for (auto& c : conns_) c->master_switched(host, port, detail);
-  for (auto& s : subs_) s->master_switched(host, port, detail);
-}
-
-connection_status node::status() const {
-  connection_status out;
-  for (const auto& c : conns_) {
-    if (c->current_state() == connection::state::ready)
-      return {.connected = true, .error = {}, .detail = {}};
-    if (!out.error) std::tie(out.error, out.detail) = c->last_failure();
-  }
-  return out;
-}
-
 // ---- core ----
 
 struct core::attempt {
@@ -96,6 +50,12 @@ struct core::attempt {
   clock::time_point last_sent{};
   std::chrono::milliseconds timeout{0};
   std::string route_key;
+  // Cluster mode: redirections followed so far, the node the last attempt went to, and the
+  // node an ASK reply named (this attempt only: sent there after ASKING).
+  int redirects = 0;
+  int tryagains = 0;
+  node* sent_to = nullptr;
+  std::optional<cluster_endpoint> ask_target;
   retry_fsm fsm;
   exec_callback done;
   std::unique_ptr<asio::steady_timer> timer;
@@ -131,7 +91,8 @@ void validate(const config& c) {
       {"reconnect_delay_min", c.reconnect_delay_min},
       {"reconnect_delay_max", c.reconnect_delay_max},
       {"lock_watchdog_timeout", c.lock_watchdog_timeout},
-      {"lock_queue_liveness", c.lock_queue_liveness}};
+      {"lock_queue_liveness", c.lock_queue_liveness},
+      {"cluster_scan_interval", c.cluster_scan_interval}};
   for (const auto& [name, d] : durations) {
     if (d > longest) bad(std::string(name) + " must be at most 100 years");
   }
@@ -160,6 +121,14 @@ void validate(const config& c) {
   }
   if (c.master_name.empty() && !c.sentinel_addresses.empty()) {
     bad("sentinel_addresses is set but master_name is empty (the name the Sentinels monitor)");
+  }
+  if (!c.cluster_addresses.empty()) {
+    if (!c.master_name.empty() || !c.sentinel_addresses.empty()) {
+      bad("cluster_addresses and Sentinel mode (master_name, sentinel_addresses) exclude each "
+          "other");
+    }
+    if (c.database != 0) bad("a Redis Cluster has only database 0");
+    if (c.cluster_scan_interval.count() < 10) bad("cluster_scan_interval must be at least 10 ms");
   }
   if (c.blocking_spin.count() < 0 || c.blocking_spin > std::chrono::seconds(1)) {
     bad("blocking_spin must be from 0 to 1 s");
@@ -200,6 +169,30 @@ connection_options sentinel_options(const config& c) {
   return opts;
 }
 
+/// Cluster mode's seeds: redis:// or rediss:// URLs of one scheme, with the same credentials
+/// (which then override the config's for every node).
+std::vector<server_address> cluster_seeds(const config& c) {
+  std::vector<server_address> out;
+  for (const std::string& url : c.cluster_addresses) {
+    server_address a = parse_url(url);
+    const auto bad = [&](const std::string& why) {
+      throw error(make_error_code(errc::invalid_argument),
+                  "invalid config: cluster_addresses: " + why);
+    };
+    if (a.kind == server_address::scheme::unix_socket) {
+      bad("must be redis:// or rediss:// URLs, not " + a.to_string());
+    }
+    if (a.database != 0) bad(a.to_string() + ": a Redis Cluster has only database 0");
+    if (!out.empty() && (a.kind != out.front().kind || a.username != out.front().username ||
+                         a.password != out.front().password)) {
+      bad("every URL must have the same scheme and credentials (" + out.front().to_string() + ", " +
+          a.to_string() + ")");
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 }  // namespace
 
 core::core(config cfg, const std::vector<const script*>& scripts)
@@ -210,8 +203,10 @@ core::core(config cfg, const std::vector<const script*>& scripts)
       id_(make_uuid(cfg_.lock_queue ? 8 : 4)),
       work_(asio::make_work_guard(io_)) {
   validate(cfg_);
-  connection_options opts =
-      cfg_.master_name.empty() ? server_options(cfg_, address_) : sentinel_options(cfg_);
+  const std::vector<server_address> seeds = cluster_seeds(cfg_);
+  connection_options opts = !seeds.empty()             ? server_options(cfg_, seeds.front())
+                            : cfg_.master_name.empty() ? server_options(cfg_, address_)
+                                                       : sentinel_options(cfg_);
   opts.client_name = cfg_.client_name;
   opts.tls = cfg_.tls;
   const auto tls = [](const server_address& a) { return a.kind == server_address::scheme::rediss; };
@@ -224,9 +219,20 @@ core::core(config cfg, const std::vector<const script*>& scripts)
   opts.ping_interval = cfg_.ping_connection_interval;
   opts.ping_timeout = cfg_.timeout;
   for (const script* s : scripts) opts.scripts.emplace_back(s->text());
-  node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
-                                 cfg_.subscription_connection_pool_size);
-  node_->start();
+  if (!seeds.empty()) {
+    cluster_ = std::make_shared<cluster_router>(
+        io_, cluster_router::options{.node = opts,
+                                     .seeds = seeds,
+                                     .pool_size = cfg_.connection_pool_size,
+                                     .sub_pool_size = cfg_.subscription_connection_pool_size,
+                                     .scan_interval = cfg_.cluster_scan_interval,
+                                     .timeout = cfg_.timeout});
+    cluster_->start();
+  } else {
+    node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
+                                   cfg_.subscription_connection_pool_size);
+    node_->start();
+  }
   if (!opts.sentinels.empty()) {
     sentinel_watch_ = std::make_unique<sentinel_watch>(
         io_, opts,
@@ -265,8 +271,8 @@ void core::check_blocking_allowed() const {
   }
 }
 
-node& core::node_for(std::string_view /*key*/) {
-  return *node_;
+node& core::node_for(std::string_view key) {
+  return cluster_ ? cluster_->node_for(key) : *node_;
 }
 
 connection_status core::status() const {
@@ -275,14 +281,18 @@ connection_status core::status() const {
             .error = make_error_code(errc::shutdown),
             .detail = "the client was shut down"};
   }
-  return node_->status();
+  return cluster_ ? cluster_->status() : node_->status();
 }
 
 void core::shutdown() {
   if (closed_.exchange(true)) return;
   // First: once it has returned, no announcement reaches node_'s connections.
   if (sentinel_watch_) sentinel_watch_->close();
-  node_->close();
+  if (cluster_) {
+    cluster_->close();
+  } else {
+    node_->close();
+  }
   std::set<std::shared_ptr<attempt>> sleeping;
   {
     // An attempt's timer is created and armed under mu_ (on_result), so every timer in the set
@@ -339,6 +349,9 @@ void core::exec(std::span<const std::string_view> args, const exec_options& opts
   auto a = new_attempt(opts, std::move(cb));
   encode_command(args, a->payload);
   a->route_key = std::string(opts.route_key);
+  // Cluster mode, a raw command: most commands name their key first. A wrong guess costs one
+  // MOVED, which is followed.
+  if (cluster_ && a->route_key.empty() && args.size() > 1) a->route_key = std::string(args[1]);
   send(a);
 }
 
@@ -357,7 +370,9 @@ void core::eval(const script& s, std::span<const std::string_view> keys,
   encode_command(argv, a->payload);
   a->via_script = &s;
   a->from_script = true;
-  a->route_key = keys.empty() ? std::string{} : std::string(keys.front());
+  a->route_key = !opts.route_key.empty() ? std::string(opts.route_key)
+                 : keys.empty()          ? std::string{}
+                                         : std::string(keys.front());
   send(a);
 }
 
@@ -391,16 +406,26 @@ void core::send(const std::shared_ptr<attempt>& a) {
   request r;
   a->last_sent = clock::now();
   r.external = &a->payload;  // `a` lives until r.done has run
-  if (!a->fence.empty() || (a->close_unknown && !a->unknown_on.empty())) {
-    std::vector<server_client> kills = a->fence;
-    if (a->close_unknown) add_unique(kills, a->unknown_on);
-    // The kills go first in the same write, on the connection this attempt takes: the server
-    // closes those connections before it runs this attempt. Their replies are not reported
-    // (0 for a connection already gone; an error where the server refuses CLIENT KILL, which
-    // leaves the protection of the scripts alone: lock.hpp).
+  const bool kill_first = !a->fence.empty() || (a->close_unknown && !a->unknown_on.empty());
+  if (kill_first || a->ask_target) {
     a->fenced_payload.clear();
-    for (const server_client& c : kills) encode_kill(c, a->fenced_payload);
-    r.replies = 1 + static_cast<int>(kills.size());
+    if (kill_first) {
+      std::vector<server_client> kills = a->fence;
+      if (a->close_unknown) add_unique(kills, a->unknown_on);
+      // The kills go first in the same write, on the connection this attempt takes: the server
+      // closes those connections before it runs this attempt. Their replies are not reported
+      // (0 for a connection already gone; an error where the server refuses CLIENT KILL, which
+      // leaves the protection of the scripts alone: lock.hpp).
+      for (const server_client& c : kills) encode_kill(c, a->fenced_payload);
+      r.replies += static_cast<int>(kills.size());
+    }
+    if (a->ask_target) {
+      // ASK: the slot is being migrated there, and the node serves only the command right
+      // after an ASKING.
+      static constexpr std::string_view asking[] = {"ASKING"};
+      encode_command(asking, a->fenced_payload);
+      ++r.replies;
+    }
     a->fenced_payload += a->payload;
     r.external = &a->fenced_payload;
   }
@@ -410,14 +435,57 @@ void core::send(const std::shared_ptr<attempt>& a) {
   a->started.reset();
   r.deadline = std::min(from + a->timeout, a->fsm.deadline());
   r.done = [self = shared_from_this(), a](exec_result res) { self->on_result(a, std::move(res)); };
-  node_for(a->route_key).pick().submit(std::move(r));
+  node& n = !cluster_       ? *node_
+            : a->ask_target ? cluster_->node_at(*a->ask_target)
+                            : cluster_->node_for(a->route_key);
+  a->sent_to = &n;
+  n.pick().submit(std::move(r));
+}
+
+bool core::follow_redirect(const std::shared_ptr<attempt>& a, exec_result& res) {
+  if (res.ec == errc::cluster_redirect) {
+    const std::string asked = a->sent_to != nullptr ? cluster_->host_of(*a->sent_to) : "";
+    auto rd = parse_redirect(res.detail, asked);
+    if (!rd || a->redirects >= max_redirects || closed_.load(std::memory_order_acquire)) {
+      return false;
+    }
+    // The node did not run the command: send it where the reply says, at once.
+    ++a->redirects;
+    if (rd->ask) {
+      a->ask_target = std::move(rd->to);
+    } else {
+      cluster_->moved(*rd);
+    }
+    send(a);
+    return true;
+  }
+  // A node unreachable or gone: the cluster may have failed over. Read the map again soon.
+  if (res.ec == errc::connection_refused || res.ec == errc::not_connected ||
+      res.ec == errc::connection_lost || res.ec == errc::timeout ||
+      res.ec.category() != error_category()) {
+    cluster_->scan_soon();
+  }
+  // TRYAGAIN: a multi-key request in a slot being migrated, whose keys are split between the
+  // two nodes for now; nothing ran. The migration usually ends within moments: sent again every
+  // tryagain_delay, within the request's deadline, at most max_tryagains times.
+  if (res.detail.starts_with("TRYAGAIN ") && a->tryagains < max_tryagains &&
+      clock::now() + tryagain_delay < a->fsm.deadline()) {
+    ++a->tryagains;
+    resend_after(a, tryagain_delay, std::move(res));
+    return true;
+  }
+  return false;
 }
 
 void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   res.sent_at = a->last_sent;
+  // An ASK is good for one attempt (and its NOSCRIPT resend, below).
+  std::optional<cluster_endpoint> asked = std::exchange(a->ask_target, std::nullopt);
+  if (res.ec && cluster_ && follow_redirect(a, res)) return;
   if (res.ec && a->from_script && !a->noscript_retried && res.detail.starts_with("NOSCRIPT")) {
     // The server lost the script (SCRIPT FLUSH, restart, failover): nothing ran. Send the text.
     a->noscript_retried = true;
+    a->ask_target = std::move(asked);
     a->payload = evalsha_to_eval(a->payload, *a->via_script);
     send(a);
     return;
@@ -453,36 +521,39 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
     if (cb) cb(std::move(res));
     return;
   }
-  {
-    std::unique_lock lk(mu_);
-    if (closed_) {
-      // Completed outside the lock: the callback may reach user code (a handler run inline).
+  resend_after(a, act.delay, std::move(res));
+}
+
+void core::resend_after(const std::shared_ptr<attempt>& a, std::chrono::milliseconds delay,
+                        exec_result res) {
+  std::unique_lock lk(mu_);
+  if (closed_) {
+    // Completed outside the lock: the callback may reach user code (a handler run inline).
+    auto cb = std::move(a->done);
+    lk.unlock();
+    res.ec = make_error_code(errc::shutdown);
+    if (cb) cb(std::move(res));
+    return;
+  }
+  // Armed before it is published in waiting_, under the same lock as shutdown's cancel: a
+  // shutdown that finds the attempt cancels its timer, so the client's threads end at once
+  // instead of after the retry delay.
+  a->timer = std::make_unique<asio::steady_timer>(io_, delay);
+  a->timer->async_wait([self = shared_from_this(), a](std::error_code ec) {
+    {
+      std::lock_guard relk(self->mu_);
+      self->waiting_.erase(a);
+    }
+    if (ec || self->closed_) {
+      exec_result r;
+      r.ec = make_error_code(errc::shutdown);
       auto cb = std::move(a->done);
-      lk.unlock();
-      res.ec = make_error_code(errc::shutdown);
-      if (cb) cb(std::move(res));
+      if (cb) cb(std::move(r));
       return;
     }
-    // Armed before it is published in waiting_, under the same lock as shutdown's cancel: a
-    // shutdown that finds the attempt cancels its timer, so the client's threads end at once
-    // instead of after the retry delay.
-    a->timer = std::make_unique<asio::steady_timer>(io_, act.delay);
-    a->timer->async_wait([self = shared_from_this(), a](std::error_code ec) {
-      {
-        std::lock_guard relk(self->mu_);
-        self->waiting_.erase(a);
-      }
-      if (ec || self->closed_) {
-        exec_result r;
-        r.ec = make_error_code(errc::shutdown);
-        auto cb = std::move(a->done);
-        if (cb) cb(std::move(r));
-        return;
-      }
-      self->send(a);
-    });
-    waiting_.insert(a);
-  }
+    self->send(a);
+  });
+  waiting_.insert(a);
 }
 
 void core::subscribe(channel_kind kind, std::string channel, std::string_view route_key,

@@ -1,8 +1,8 @@
 // The client's engine: I/O threads, nodes (command connections and subscribers), routing of
 // requests by key, retries with Redisson's policy, and EVALSHA with NOSCRIPT recovery.
 //
-// Topology: this release routes every key to the single configured server. The routing call
-// (node_for) takes the key so that master/replica, Sentinel and Cluster can slot in behind it.
+// Topology: a single server (in Sentinel mode the master the Sentinels name), or in Cluster
+// mode the master of the key's slot (cluster_router), following MOVED and ASK redirections.
 #pragma once
 
 #include <asio.hpp>
@@ -16,7 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "detail/cluster_router.hpp"
 #include "detail/connection.hpp"
+#include "detail/node.hpp"
 #include "detail/sentinel_watch.hpp"
 #include "detail/server_client.hpp"
 #include "detail/subscriber.hpp"
@@ -51,27 +53,6 @@ struct exec_options {
   /// resends): where an earlier request that this one must not be overtaken by may still run
   /// (exec_result::unknown_on of an acquire, for its undo).
   std::vector<server_client> fence;
-};
-
-/// Connections to one server.
-class node {
- public:
-  node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size);
-  void start();
-  void close();
-  /// A command connection (round-robin over the pool).
-  connection& pick();
-  /// The subscriber that carries `channel` (stable for a given channel).
-  subscriber& subscriber_for(std::string_view channel);
-  /// Sentinel mode: moves every connection to the announced master (connection::master_switched).
-  void master_switched(const std::string& host, std::uint16_t port, const std::string& detail);
-  /// Connected if any command connection is ready; otherwise the first recorded failure.
-  connection_status status() const;
-
- private:
-  std::vector<std::shared_ptr<connection>> conns_;
-  std::vector<std::shared_ptr<subscriber>> subs_;
-  std::atomic<std::size_t> next_{0};
 };
 
 class core : public std::enable_shared_from_this<core> {
@@ -114,6 +95,8 @@ class core : public std::enable_shared_from_this<core> {
 
   /// The node that owns `key`.
   node& node_for(std::string_view key);
+  /// Cluster mode: keys of one slot may share a multi-key script; other keys may not.
+  bool cluster_mode() const { return cluster_ != nullptr; }
   /// The state of the command connections (errc::shutdown once shut down).
   connection_status status() const;
 
@@ -122,10 +105,23 @@ class core : public std::enable_shared_from_this<core> {
   /// At most this many handlers left in the io_context's queue are run after its threads end
   /// (shutdown): a bound, should some handler keep posting another.
   static constexpr int max_drained_handlers = 100000;
+  /// Cluster mode: MOVED and ASK replies followed per request, at most.
+  static constexpr int max_redirects = 5;
+  /// Cluster mode: TRYAGAIN replies (a slot being migrated) waited out per request, at most,
+  /// each after this delay: 5 s in all.
+  static constexpr int max_tryagains = 100;
+  static constexpr std::chrono::milliseconds tryagain_delay{50};
   /// An attempt with `opts`' retry policy, timeout and completion; the caller adds its payload
   /// and route key.
   std::shared_ptr<attempt> new_attempt(const exec_options& opts, exec_callback cb);
+  /// Cluster mode: follows a MOVED or ASK reply (true), or leaves the result to the retry
+  /// policy (false).
+  bool follow_redirect(const std::shared_ptr<attempt>& a, exec_result& res);
   void send(const std::shared_ptr<attempt>& a);
+  /// Sends `a` again after `delay` (unless the client shuts down first: then `res`, failed
+  /// with errc::shutdown, completes it).
+  void resend_after(const std::shared_ptr<attempt>& a, std::chrono::milliseconds delay,
+                    exec_result res);
   void on_result(const std::shared_ptr<attempt>& a, exec_result res);
 
   config cfg_;
@@ -133,7 +129,8 @@ class core : public std::enable_shared_from_this<core> {
   std::string id_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::unique_ptr<node> node_;
+  std::unique_ptr<node> node_;  // null in Cluster mode
+  std::shared_ptr<cluster_router> cluster_;
   // Sentinel mode: hears the Sentinels announce a new master (null otherwise).
   std::unique_ptr<sentinel_watch> sentinel_watch_;
   std::vector<std::thread> threads_;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/cluster_slots.hpp"
 #include "detail/core.hpp"
 #include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
@@ -36,6 +37,7 @@ watchdog::watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds tim
       renew_script_(&renew_script),
       timeout_(timeout),
       ordered_(c->cfg().connection_pool_size == 1),
+      by_slot_(c->cluster_mode()),
       batch_size_(static_cast<std::size_t>(std::max(1, batch_size))),
       retry_delay_(std::clamp<std::chrono::milliseconds>(timeout / 10, 1ms, 1s)),
       round_(c->io()),
@@ -187,20 +189,41 @@ void watchdog::schedule_locked(std::vector<due_hold> due, clock::time_point now,
   std::sort(due.begin(), due.end(), [](const due_hold& a, const due_hold& b) {
     return std::tie(a.valid_until, a.id) < std::tie(b.valid_until, b.id);
   });
-  const std::size_t batches = (due.size() + batch_size_ - 1) / batch_size_;
+  // Each batch lists indexes into `due`, most urgent first, and the batches are in the order of
+  // their most urgent hold. In Cluster mode one script's keys must share a slot: a batch then
+  // takes the most urgent holds of one slot.
+  std::vector<std::vector<std::size_t>> cuts;
+  if (by_slot_) {
+    std::unordered_map<std::uint16_t, std::size_t> open;  // slot -> its batch being filled
+    for (std::size_t j = 0; j < due.size(); ++j) {
+      const std::uint16_t slot = key_slot(due[j].h->key);
+      auto it = open.find(slot);
+      if (it == open.end() || cuts[it->second].size() >= batch_size_) {
+        cuts.emplace_back();
+        it = open.insert_or_assign(slot, cuts.size() - 1).first;
+      }
+      cuts[it->second].push_back(j);
+    }
+  } else {
+    for (std::size_t first = 0; first < due.size(); first += batch_size_) {
+      std::vector<std::size_t>& cut = cuts.emplace_back();
+      for (std::size_t j = first; j < std::min(due.size(), first + batch_size_); ++j) {
+        cut.push_back(j);
+      }
+    }
+  }
+  const std::size_t batches = cuts.size();
   const auto step = spread / static_cast<clock::rep>(batches);
   for (std::size_t i = 0; i < batches; ++i) {
     batch b;
     b.serial = next_batch_++;
-    const std::size_t first = i * batch_size_;
-    const std::size_t end = std::min(due.size(), first + batch_size_);
-    b.ids.reserve(end - first);
-    for (std::size_t j = first; j < end; ++j) {
+    b.ids.reserve(cuts[i].size());
+    for (const std::size_t j : cuts[i]) {
       b.ids.push_back(due[j].id);
       due[j].h->queued_in = b.serial;
     }
     // Halfway to the batch's most urgent deadline at the latest (now, if that has passed).
-    const auto latest = halfway_to(now, due[first].valid_until, {});
+    const auto latest = halfway_to(now, due[cuts[i].front()].valid_until, {});
     queue_.emplace(std::min(now + step * static_cast<clock::rep>(i), latest), std::move(b));
   }
   arm_locked(send_, queue_.begin()->first, &watchdog::send_due);

@@ -1,7 +1,8 @@
 // The lease keeper of one client: renews watchdog leases and tells holders when a lock is lost.
 //
 // - One renewal timer per client, period = lock_watchdog_timeout / 3. Each round cuts the held
-//   locks into batches of at most lock_watchdog_batch_size keys, one renewal script per batch,
+//   locks into batches of at most lock_watchdog_batch_size keys (in Cluster mode, of one slot
+//   each, as Redisson's), one renewal script per batch,
 //   most urgent first (earliest local deadline), and spreads the batches evenly over the first
 //   half of the period: batch i of n goes at round + i * spread / n, or halfway to its most
 //   urgent deadline if that is sooner. Each round clears the queue and queues every hold not
@@ -158,6 +159,8 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   std::chrono::milliseconds timeout_;
   /// One connection carries every script: the server runs them in the order they were sent.
   bool ordered_;
+  /// Cluster mode: a batch holds keys of one slot only.
+  bool by_slot_;
   std::size_t batch_size_;
   std::chrono::milliseconds retry_delay_;
   alarm round_;

@@ -1,0 +1,42 @@
+// The connections of a client to one Redis server: command connections and subscribers.
+#pragma once
+
+#include <asio.hpp>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "detail/connection.hpp"
+#include "detail/subscriber.hpp"
+#include "rlock/connection_status.hpp"
+
+namespace rlock::detail {
+
+/// Connections to one server.
+class node {
+ public:
+  node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size);
+  void start();
+  void close();
+  /// A command connection (round-robin over the pool).
+  connection& pick();
+  /// The subscriber that carries `channel` (stable for a given channel).
+  subscriber& subscriber_for(std::string_view channel);
+  /// Moves every connection to another server (connection::master_switched): Sentinel mode's
+  /// new master, or in Cluster mode the replica promoted in place of this node's dead master.
+  /// Subscribers subscribe their channels again there and tell their listeners.
+  void master_switched(const std::string& host, std::uint16_t port, const std::string& detail);
+  /// Connected if any command connection is ready; otherwise the first recorded failure.
+  connection_status status() const;
+
+ private:
+  std::vector<std::shared_ptr<connection>> conns_;
+  std::vector<std::shared_ptr<subscriber>> subs_;
+  std::atomic<std::size_t> next_{0};
+};
+
+}  // namespace rlock::detail

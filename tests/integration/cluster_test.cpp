@@ -1,0 +1,304 @@
+// Cluster mode against a real Redis Cluster of this test's own redis-server processes
+// (support/redis_cluster.hpp): every request goes to the master of its key's slot, MOVED and ASK
+// are followed, the watchdog renews in batches of one slot, waiters on any node are woken, and a
+// failover moves the client to the promoted replica.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common.hpp"
+#include "rlock/countdown_latch.hpp"
+#include "rlock/fenced_lock.hpp"
+#include "rlock/read_write_lock.hpp"
+#include "rlock/semaphore.hpp"
+#include "support/redis_cluster.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+config cluster_config(const redis_cluster& cluster) {
+  config c = fast_config("redis://127.0.0.1:1");  // unused in Cluster mode
+  c.cluster_addresses = {cluster.seed_url()};
+  return c;
+}
+
+/// One name per master of the cluster, each served by a different one.
+std::vector<std::string> one_name_per_master(const redis_cluster& cluster, int masters,
+                                             const std::string& prefix) {
+  std::vector<std::string> out;
+  for (int m = 0; m < masters; ++m) {
+    out.push_back(
+        names_served_by(cluster, cluster.master(m), prefix + std::to_string(m) + "-", 1).front());
+  }
+  return out;
+}
+
+/// Moves `slot` from `from` to `to` the way redis-cli --cluster reshard does: IMPORTING and
+/// MIGRATING, MIGRATE of every key in it, then the new owner told to every master.
+void migrate_slot(const redis_cluster& cluster, int slot, redis_server& from, redis_server& to) {
+  const std::string s = std::to_string(slot);
+  ASSERT_EQ(to.cli({"CLUSTER", "SETSLOT", s, "IMPORTING", redis_cluster::id_of(from)}), "OK");
+  ASSERT_EQ(from.cli({"CLUSTER", "SETSLOT", s, "MIGRATING", redis_cluster::id_of(to)}), "OK");
+  for (;;) {
+    const raw_reply keys = from.cli_reply({"CLUSTER", "GETKEYSINSLOT", s, "100"});
+    if (keys.elements.empty()) break;
+    std::vector<std::string> cmd = {"MIGRATE", "127.0.0.1", std::to_string(to.port()), "", "0",
+                                    "5000",    "KEYS"};
+    for (const raw_reply& k : keys.elements) cmd.push_back(k.str);
+    ASSERT_EQ(from.cli(cmd), "OK");
+  }
+  const std::string id = redis_cluster::id_of(to);
+  for (const auto& n : cluster.nodes()) {
+    ASSERT_EQ(n->cli({"CLUSTER", "SETSLOT", s, "NODE", id}), "OK");
+  }
+}
+
+TEST(cluster, every_object_lives_on_the_master_of_its_slot) {
+  redis_cluster cluster;
+  client c(cluster_config(cluster));
+  const auto names = one_name_per_master(cluster, 3, "obj");
+  for (std::size_t m = 0; m < names.size(); ++m) {
+    SCOPED_TRACE(names[m]);
+    redis_server& owner = cluster.master(m);
+    auto l = c.get_lock(names[m]);
+    ASSERT_TRUE(l.try_lock(5s, 30s));
+    EXPECT_EQ(owner.cli({"HLEN", names[m]}), "1");
+    l.unlock_or_throw();
+    EXPECT_EQ(owner.cli({"EXISTS", names[m]}), "0");
+
+    auto f = c.get_fenced_lock(names[m] + "{f}");
+    auto& f_owner = cluster.owner_of(names[m] + "{f}");
+    const auto token = f.try_lock_and_get_token();
+    ASSERT_TRUE(token);
+    EXPECT_EQ(f_owner.cli({"GET", f.token_key()}), std::to_string(*token));
+    f.unlock_or_throw();
+
+    auto sem = c.get_semaphore(names[m] + "-sem");
+    ASSERT_TRUE(sem.try_set_permits(2));
+    EXPECT_TRUE(sem.try_acquire(2));
+    EXPECT_FALSE(sem.try_acquire());
+    EXPECT_EQ(sem.release(2), 2);
+    EXPECT_EQ(cluster.owner_of(names[m] + "-sem").cli({"GET", names[m] + "-sem"}), "2");
+
+    auto latch = c.get_countdown_latch(names[m] + "-latch");
+    ASSERT_TRUE(latch.try_set_count(1));
+    EXPECT_EQ(latch.count_down(), 0);
+    EXPECT_TRUE(latch.await_for(1s));
+
+    auto rw = c.get_read_write_lock(names[m] + "-rw");
+    rw.lock_shared();
+    EXPECT_EQ(cluster.owner_of(names[m] + "-rw").cli({"HGET", names[m] + "-rw", "mode"}), "read");
+    rw.unlock_shared();
+  }
+  EXPECT_TRUE(c.status().connected) << c.status().detail;
+  // A name with a '{' but no hash tag: its keys would fall in different slots.
+  EXPECT_EQ(code_of([&] { (void)c.get_lock("a{}b"); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([&] { (void)c.get_semaphore("a{b"); }), errc::invalid_argument);
+  // A raw command goes to its key's master too.
+  for (const auto& n : names) EXPECT_EQ(c.execute({"SET", n, "v"}).str(), "OK");
+  for (std::size_t m = 0; m < names.size(); ++m) {
+    EXPECT_EQ(cluster.master(m).cli({"GET", names[m]}), "v");
+  }
+}
+
+TEST(cluster, a_waiter_is_woken_by_a_release_on_another_clients_connection) {
+  redis_cluster cluster;
+  client holder(cluster_config(cluster));
+  client waiting(cluster_config(cluster));
+  for (const auto& name : one_name_per_master(cluster, 3, "wake")) {
+    SCOPED_TRACE(name);
+    auto held = holder.get_lock(name);
+    ASSERT_TRUE(held.try_lock(5s, 60s));  // a lease far longer than any wait below
+    auto w = waiting.get_lock(name);
+    auto got = try_lock_then_unlock_async(w, 30s);
+    redis_server& owner = cluster.owner_of(name);
+    ASSERT_TRUE(wait_until([&] { return zcard(owner, "rlock_queue:{" + name + "}") == 1; }, 10s));
+    const auto released = steady::now();
+    held.unlock_or_throw();
+    EXPECT_TRUE(got.get());
+    // Woken by the hand-off's message, not by the lease's end.
+    EXPECT_LT(ms_since(released), 10000);
+  }
+}
+
+// The watchdog renews holds on every master: a batch holds keys of one slot (a renewal of keys of
+// two slots would be refused with CROSSSLOT, and the locks lost).
+TEST(cluster, the_watchdog_renews_locks_of_every_slot) {
+  redis_cluster cluster;
+  config cfg = cluster_config(cluster);
+  cfg.lock_watchdog_timeout = 1500ms;
+  client c(cfg);
+  std::vector<reentrant_lock> held;
+  for (int i = 0; i < 12; ++i) {
+    held.push_back(c.get_lock("renewed-" + std::to_string(i)));
+    ASSERT_TRUE(held.back().try_lock());
+  }
+  // Past two watchdog leases: held only if renewed.
+  const auto until = steady::now() + 3500ms;
+  while (steady::now() < until) {
+    for (auto& l : held) ASSERT_FALSE(l.loss_token().stop_requested()) << l.name();
+    std::this_thread::sleep_for(100ms);
+  }
+  std::set<const redis_server*> owners;
+  for (auto& l : held) {
+    redis_server& owner = cluster.owner_of(l.name());
+    owners.insert(&owner);
+    EXPECT_GT(owner.cli_reply({"PTTL", l.name()}).integer, 0) << l.name();
+    l.unlock_or_throw();
+  }
+  EXPECT_EQ(owners.size(), 3u);
+}
+
+// A slot moved to another master under the client: its cached owner answers MOVED, which the
+// client follows (and learns); a hold taken before the move is released on the new owner.
+TEST(cluster, a_moved_slot_is_followed) {
+  redis_cluster cluster;
+  client c(cluster_config(cluster));
+  const std::string name = names_served_by(cluster, cluster.master(0), "moving-", 1).front();
+  const int slot = std::stoi(cluster.master(0).cli({"CLUSTER", "KEYSLOT", name}));
+  auto l = c.get_lock(name);
+  ASSERT_TRUE(l.try_lock(5s, 30s));
+  migrate_slot(cluster, slot, cluster.master(0), cluster.master(1));
+  EXPECT_EQ(cluster.master(1).cli({"HLEN", name}), "1");
+  EXPECT_TRUE(l.is_locked());
+  l.unlock_or_throw();
+  EXPECT_EQ(cluster.master(1).cli({"EXISTS", name}), "0");
+  ASSERT_TRUE(l.try_lock(5s, 30s));
+  EXPECT_EQ(cluster.master(1).cli({"HLEN", name}), "1");
+  EXPECT_TRUE(cluster.master(0).cli({"EXISTS", name}).starts_with("(error) MOVED"));
+  l.unlock_or_throw();
+}
+
+// A slot half-way through a migration: the old owner answers ASK for a key it does not have,
+// which the client follows with ASKING to the importing node. A lock asked for meanwhile is
+// taken there once the migration has ended.
+TEST(cluster, a_slot_being_migrated_is_served_through_ask) {
+  redis_cluster cluster;
+  client c(cluster_config(cluster));
+  redis_server& from = cluster.master(0);
+  redis_server& to = cluster.master(2);
+  const std::string name = names_served_by(cluster, from, "asked-", 1).front();
+  const std::string s = from.cli({"CLUSTER", "KEYSLOT", name});
+  c.execute({"GET", name});  // the client knows the slot's owner
+  ASSERT_EQ(to.cli({"CLUSTER", "SETSLOT", s, "IMPORTING", redis_cluster::id_of(from)}), "OK");
+  ASSERT_EQ(from.cli({"CLUSTER", "SETSLOT", s, "MIGRATING", redis_cluster::id_of(to)}), "OK");
+  // A new key of that slot goes to the importing node.
+  EXPECT_EQ(c.execute({"SET", name, "v"}).str(), "OK");
+  EXPECT_TRUE(from.cli({"EXISTS", name}).starts_with("(error) ASK"));  // not there
+  EXPECT_EQ(c.execute({"GET", name}).str(), "v");
+  c.execute({"DEL", name});
+
+  // A lock's scripts name several keys, which the importing node serves only once they are
+  // all there (TRYAGAIN meanwhile, nothing run): the acquire waits for the migration's end.
+  auto l = c.get_lock(name);
+  std::string held_there;
+  auto got = std::async(std::launch::async, [&] {
+    if (!l.try_lock(20s, 30s)) return false;
+    held_there = to.cli({"HLEN", name});
+    l.unlock_or_throw();  // on the thread that owns the hold
+    return true;
+  });
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return to.cli({"INFO", "errorstats"}).find("TRYAGAIN") != std::string::npos;
+      },
+      10s));
+  ASSERT_EQ(got.wait_for(0s), std::future_status::timeout);
+  const std::string id = redis_cluster::id_of(to);
+  for (const auto& n : cluster.nodes()) {
+    ASSERT_EQ(n->cli({"CLUSTER", "SETSLOT", s, "NODE", id}), "OK");
+  }
+  ASSERT_TRUE(got.get());
+  EXPECT_EQ(held_there, "1");
+  EXPECT_EQ(to.cli({"EXISTS", name}), "0");
+}
+
+// A master killed: its replica is promoted (cluster-node-timeout 1 s), and the client moves the
+// dead master's connections there once a scan names it. A hold replicated before the kill is
+// still renewed and released there; a waiter subscribed before the kill is woken there.
+TEST(cluster, a_failover_moves_the_client_to_the_promoted_replica) {
+  redis_cluster cluster(cluster_options{.masters = 3, .replicas_per_master = 1});
+  config cfg = cluster_config(cluster);
+  cfg.lock_watchdog_timeout = 6000ms;
+  cfg.cluster_scan_interval = 500ms;
+  // Redisson's retry delays (1-2 s): 4 attempts outlast the failover's few seconds, where
+  // fast_config's would be spent before it ends.
+  cfg.retry_delay_base = 1000ms;
+  cfg.retry_delay_max = 2000ms;
+  client c(cfg);
+  client other(cfg);
+  redis_server& dying = cluster.master(1);
+  redis_server& heir = cluster.replica(1, 0);
+  const auto names = names_served_by(cluster, dying, "failover-", 2);
+  auto held = c.get_lock(names[0]);
+  ASSERT_TRUE(held.try_lock());
+  auto w = other.get_lock(names[0]);
+  auto got = try_lock_then_unlock_async(w, 40s);
+  ASSERT_TRUE(wait_until([&] { return zcard(dying, "rlock_queue:{" + names[0] + "}") == 1; }, 10s));
+  ASSERT_EQ(dying.cli({"WAIT", "1", "5000"}), "1");  // the hold and the queue are on the replica
+  dying.kill();
+  ASSERT_TRUE(wait_until([&] { return heir.cli({"ROLE"}).starts_with("master"); }, 20s, 50ms))
+      << heir.cli({"CLUSTER", "NODES"});
+  // A lock of the failed-over slots, taken on the new master.
+  auto fresh = c.get_lock(names[1]);
+  ASSERT_TRUE(fresh.try_lock(20s, 30s));
+  EXPECT_EQ(heir.cli({"HLEN", names[1]}), "1");
+  fresh.unlock_or_throw();
+  // The hold survived (it was replicated) and its release hands the lock to the waiter.
+  EXPECT_FALSE(held.loss_token().stop_requested());
+  held.unlock_or_throw();
+  EXPECT_TRUE(got.get());
+  EXPECT_EQ(heir.cli({"EXISTS", names[0]}), "0");
+  EXPECT_TRUE(wait_until([&] { return c.status().connected; }, 10s)) << c.status().detail;
+}
+
+TEST(cluster, no_reachable_seed_fails_within_the_deadline) {
+  redis_server dead(server_options{.cluster = true});
+  const std::string url = dead.url();
+  dead.kill();
+  config cfg = fast_config("redis://127.0.0.1:1");
+  cfg.cluster_addresses = {url};
+  client c(cfg);
+  auto l = c.get_lock("nowhere");
+  const auto t0 = steady::now();
+  EXPECT_EQ(code_of([&] { (void)l.try_lock(1s, 10s); }), errc::connection_refused);
+  EXPECT_LT(ms_since(t0), 3000);
+  ASSERT_TRUE(wait_until([&] { return static_cast<bool>(c.status().error); }, 5s));
+  EXPECT_FALSE(c.status().connected);
+  EXPECT_NE(c.status().detail.find("no cluster node told its slots"), std::string::npos)
+      << c.status().detail;
+}
+
+TEST(cluster, a_bad_cluster_config_is_refused) {
+  const auto refused = [](config cfg) { return code_of([&] { client c(std::move(cfg)); }); };
+  config base = fast_config("redis://127.0.0.1:1");
+  config unix_seed = base;
+  unix_seed.cluster_addresses = {"unix:///tmp/x.sock"};
+  EXPECT_EQ(refused(unix_seed), errc::invalid_argument);
+  config mixed = base;
+  mixed.cluster_addresses = {"redis://127.0.0.1:1", "rediss://127.0.0.1:2"};
+  EXPECT_EQ(refused(mixed), errc::invalid_argument);
+  config db = base;
+  db.cluster_addresses = {"redis://127.0.0.1:1"};
+  db.database = 2;
+  EXPECT_EQ(refused(db), errc::invalid_argument);
+  config url_db = base;
+  url_db.cluster_addresses = {"redis://127.0.0.1:1/3"};
+  EXPECT_EQ(refused(url_db), errc::invalid_argument);
+  config with_sentinel = base;
+  with_sentinel.cluster_addresses = {"redis://127.0.0.1:1"};
+  with_sentinel.master_name = "m";
+  with_sentinel.sentinel_addresses = {"redis://127.0.0.1:2"};
+  EXPECT_EQ(refused(with_sentinel), errc::invalid_argument);
+  config bad_url = base;
+  bad_url.cluster_addresses = {"redis://127.0.0.1:notaport"};
+  EXPECT_EQ(refused(bad_url), errc::invalid_url);
+}
+
+}  // namespace
+}  // namespace rlock::test
