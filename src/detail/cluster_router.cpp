@@ -189,6 +189,10 @@ void cluster_router::ask_next(const std::shared_ptr<scan_state>& s) {
 
 void cluster_router::on_answer(const std::shared_ptr<scan_state>& s, const std::string& host,
                                exec_result res) {
+  {
+    std::lock_guard lk(scan_mu_);
+    if (closed_) return;  // the client is shutting down: no map, no on_change
+  }
   const std::string& where = s->candidates[s->next - 1].where;
   if (res.ec) {
     s->last_error = res.ec;
@@ -204,11 +208,12 @@ void cluster_router::on_answer(const std::shared_ptr<scan_state>& s, const std::
     ask_next(s);
     return;
   }
-  apply(*map);
+  const bool changed = apply(*map);
   scan_finished(true, {}, {});
+  if (changed && opts_.on_change) opts_.on_change();
 }
 
-void cluster_router::apply(const std::vector<slot_range>& map) {
+bool cluster_router::apply(const std::vector<slot_range>& map) {
   std::unique_lock lk(mu_);
   std::set<std::string> masters;
   for (const slot_range& r : map) masters.insert(r.master.name());
@@ -241,8 +246,11 @@ void cluster_router::apply(const std::vector<slot_range>& map) {
     }
     std::fill(next.begin() + r.first, next.begin() + r.last + 1, n);
   }
+  // A node moved to the promoted replica keeps its place in the table, but serves elsewhere.
+  const bool changed = next != slots_ || !moved_here.empty();
   slots_ = std::move(next);
   mapped_ = true;
+  return changed;
 }
 
 void cluster_router::scan_finished(bool ok, std::error_code ec, std::string detail) {

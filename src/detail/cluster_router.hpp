@@ -22,6 +22,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     std::chrono::milliseconds scan_interval{5000};
     /// Bounds each node's answer to CLUSTER SLOTS.
     std::chrono::milliseconds timeout{3000};
+    /// Called (on an I/O thread, no lock held) after a scan changed a slot's master.
+    std::function<void()> on_change;
   };
 
   cluster_router(asio::io_context& io, options o);
@@ -82,7 +85,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   void run_scan();
   void ask_next(const std::shared_ptr<scan_state>& s);
   void on_answer(const std::shared_ptr<scan_state>& s, const std::string& host, exec_result res);
-  void apply(const std::vector<slot_range>& map);
+  /// True if some slot's master changed.
+  bool apply(const std::vector<slot_range>& map);
   void scan_finished(bool ok, std::error_code ec, std::string detail);
   void arm_locked(std::chrono::milliseconds after);
 

@@ -70,7 +70,7 @@ void connection::submit(request r) {
     });
     return;
   }
-  if (state_ == state::backoff) {
+  if (state_ == state::backoff && !moving_) {
     // Not connected: fail fast with the reason; the caller's retry policy decides what next.
     // (idle means start() was called and the connect is about to begin: such requests queue,
     // as they do while connecting.)

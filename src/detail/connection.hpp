@@ -272,6 +272,9 @@ class connection : public std::enable_shared_from_this<connection> {
   std::error_code last_error_;
   std::string last_error_detail_;
   bool sticky_error_ = false;  // a failure that does not fix itself: fail fast until reconnected
+  // master_switched() came in the back-off: requests queue for the move's connect instead of
+  // failing fast (cleared when a connect begins).
+  bool moving_ = false;
   // This generation's connection as the server knows it (CLIENT INFO during setup); empty
   // until then, after a drop, and when the server would not tell.
   std::optional<server_client> server_client_;

@@ -32,6 +32,7 @@ void connection::do_connect() {
     std::lock_guard lk(mu_);
     if (state_ == state::closed) return;
     state_ = state::connecting;
+    moving_ = false;
     gen = ++generation_;
     reader_.reset();
     server_client_.reset();

@@ -100,6 +100,13 @@ void connection::on_sentinel_answer(std::uint64_t gen, std::size_t tried,
 }
 
 void connection::master_switched(std::string host, std::uint16_t port, std::string detail) {
+  if (opts_.sentinels.empty() && !opts_.movable) return;
+  {
+    // From now on, until the move's connect begins, requests wait for it instead of failing
+    // fast with the old server's failure (a caller told of the move resends at once).
+    std::lock_guard lk(mu_);
+    if (state_ == state::backoff) moving_ = true;
+  }
   asio::post(strand_, [self = shared_from_this(), host = std::move(host), port,
                        detail = std::move(detail)]() mutable {
     state now = state::idle;
@@ -129,12 +136,17 @@ void connection::master_switched(std::string host, std::uint16_t port, std::stri
       }
       self->setup_failed(gen, make_error_code(errc::not_connected), std::move(detail));
     } else if (now == state::backoff) {
-      std::lock_guard lk(self->mu_);
-      // cancel() is 0 when the timer has fired and its do_connect is queued: that one goes there.
-      if (self->state_ == state::backoff && self->reconnect_timer_.cancel() > 0) {
-        self->failures_ = 0;
-        self->schedule_reconnect_locked();
+      bool connect_now = false;
+      {
+        std::lock_guard lk(self->mu_);
+        // cancel() is 0 when the timer has fired and its do_connect is queued: that one goes
+        // there.
+        if (self->state_ == state::backoff && self->reconnect_timer_.cancel() > 0) {
+          self->failures_ = 0;
+          connect_now = true;
+        }
       }
+      if (connect_now) self->do_connect();
     }
     // idle: the first connect goes there.
   });

@@ -54,6 +54,8 @@ struct core::attempt {
   // node an ASK reply named (this attempt only: sent there after ASKING).
   int redirects = 0;
   int tryagains = 0;
+  // Its retry delay was cut short by a new slot map (wake_sleepers); under core::mu_.
+  bool woken = false;
   node* sent_to = nullptr;
   std::optional<cluster_endpoint> ask_target;
   retry_fsm fsm;
@@ -226,7 +228,8 @@ core::core(config cfg, const std::vector<const script*>& scripts)
                                      .pool_size = cfg_.connection_pool_size,
                                      .sub_pool_size = cfg_.subscription_connection_pool_size,
                                      .scan_interval = cfg_.cluster_scan_interval,
-                                     .timeout = cfg_.timeout});
+                                     .timeout = cfg_.timeout,
+                                     .on_change = [this] { wake_sleepers(); }});
     cluster_->start();
   } else {
     node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
@@ -540,11 +543,13 @@ void core::resend_after(const std::shared_ptr<attempt>& a, std::chrono::millisec
   // instead of after the retry delay.
   a->timer = std::make_unique<asio::steady_timer>(io_, delay);
   a->timer->async_wait([self = shared_from_this(), a](std::error_code ec) {
+    bool woken = false;
     {
       std::lock_guard relk(self->mu_);
       self->waiting_.erase(a);
+      woken = std::exchange(a->woken, false);
     }
-    if (ec || self->closed_) {
+    if ((ec && !woken) || self->closed_) {
       exec_result r;
       r.ec = make_error_code(errc::shutdown);
       auto cb = std::move(a->done);
@@ -554,6 +559,15 @@ void core::resend_after(const std::shared_ptr<attempt>& a, std::chrono::millisec
     self->send(a);
   });
   waiting_.insert(a);
+}
+
+void core::wake_sleepers() {
+  std::lock_guard lk(mu_);
+  if (closed_) return;
+  for (const auto& a : waiting_) {
+    // Cancelled, its handler sends it at once (woken) rather than failing it.
+    if (a->timer->cancel() > 0) a->woken = true;
+  }
 }
 
 void core::subscribe(channel_kind kind, std::string channel, std::string_view route_key,

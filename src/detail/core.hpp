@@ -118,6 +118,9 @@ class core : public std::enable_shared_from_this<core> {
   /// policy (false).
   bool follow_redirect(const std::shared_ptr<attempt>& a, exec_result& res);
   void send(const std::shared_ptr<attempt>& a);
+  /// Cluster mode, after a scan changed a slot's master: the attempts sleeping before a retry
+  /// (a node unreachable, a failover under way) are sent again at once, to the new masters.
+  void wake_sleepers();
   /// Sends `a` again after `delay` (unless the client shuts down first: then `res`, failed
   /// with errc::shutdown, completes it).
   void resend_after(const std::shared_ptr<attempt>& a, std::chrono::milliseconds delay,

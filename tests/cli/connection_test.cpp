@@ -9,6 +9,7 @@
 #include "cli_harness.hpp"
 #include "support/loopback_listener.hpp"
 #include "support/misconf.hpp"
+#include "support/redis_cluster.hpp"
 #include "support/redis_server.hpp"
 #include "support/temp_dir.hpp"
 
@@ -113,6 +114,38 @@ TEST(cli_connection, exec_finds_the_master_through_a_sentinel) {
   const auto both = run_rlock(
       {"status", "x", "--sentinel", sentinel.url(), "--master-name", "m", "--url", master.url()});
   EXPECT_EQ(both.status, 64) << both.err;
+}
+
+// --cluster: the lock is taken on the master of its slot, whichever seed is given; a dead seed
+// alone exits 69 naming the cluster; --cluster with --url is a usage error.
+TEST(cli_connection, exec_takes_the_lock_on_the_master_of_its_slot_in_a_cluster) {
+  redis_cluster cluster;
+  const std::string name = names_served_by(cluster, cluster.master(2), "cli-cluster-", 1).front();
+  temp_dir dir("rlock-cli");
+  const auto held = dir.path() / "held";
+  const auto r = run_rlock({"exec", name, "--cluster", cluster.master(0).url(), "--", "sh", "-c",
+                            "redis-cli -p " + std::to_string(cluster.master(2).port()) +
+                                " exists " + name + " > " + held.string()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::ifstream in(held);
+  std::string exists;
+  std::getline(in, exists);
+  EXPECT_EQ(exists, "1");
+  EXPECT_EQ(cluster.master(2).cli({"EXISTS", name}), "0");  // released
+
+  const auto status = run_rlock({"status", name, "--cluster", cluster.master(1).url()});
+  EXPECT_EQ(status.status, 0) << status.err;
+
+  redis_server dead(server_options{.cluster = true});
+  const std::string dead_url = dead.url();
+  dead.kill();
+  const auto none = run_rlock({"status", "x", "--cluster", dead_url, "--connect-timeout", "2s"});
+  EXPECT_EQ(none.status, 69) << none.err;
+  EXPECT_NE(none.err.find("the cluster of " + dead_url), std::string::npos) << none.err;
+  const auto both = run_rlock({"status", "x", "--cluster", dead_url, "--url", dead_url});
+  EXPECT_EQ(both.status, 64) << both.err;
+  const auto db = run_rlock({"status", "x", "--cluster", dead_url + "/1"});
+  EXPECT_EQ(db.status, 64) << db.err;
 }
 
 TEST(cli_connection, a_read_only_replica_exits_69_and_says_so) {

@@ -87,11 +87,25 @@ rlock::connection_status failure_of(const rlock::client& client) {
 
 }  // namespace
 
+/// Cluster mode's "where": the seeds.
+std::string cluster_seeds(const rlock::config& cfg) {
+  std::string text = "the cluster of";
+  for (std::size_t i = 0; i < cfg.cluster_addresses.size(); ++i) {
+    text += (i == 0 ? " " : ", ") + rlock::parse_url(cfg.cluster_addresses[i]).to_string();
+  }
+  return text;
+}
+
 rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrupt) {
+  const bool cluster_mode = !cfg.cluster_addresses.empty();
   const bool sentinel_mode = !cfg.master_name.empty();
   const rlock::server_address address =
-      rlock::parse_url(sentinel_mode ? cfg.sentinel_addresses.front() : cfg.address);
-  const std::string where = sentinel_mode ? sentinel_master_name(cfg) : address.to_string();
+      rlock::parse_url(cluster_mode    ? cfg.cluster_addresses.front()
+                       : sentinel_mode ? cfg.sentinel_addresses.front()
+                                       : cfg.address);
+  const std::string where = cluster_mode    ? cluster_seeds(cfg)
+                            : sentinel_mode ? sentinel_master_name(cfg)
+                                            : address.to_string();
   const bool password_given = cfg.password.has_value() || address.password.has_value();
   rlock::client client = [&] {
     try {
@@ -132,8 +146,9 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
         text +=
             ": " + (st.detail.starts_with(prefix) ? st.detail.substr(prefix.size()) : st.detail);
       }
-      throw command_error(exit_codes::unavailable,
-                          text + (sentinel_mode ? "" : scheme_hint(address, st.detail)));
+      throw command_error(
+          exit_codes::unavailable,
+          text + (sentinel_mode || cluster_mode ? "" : scheme_hint(address, st.detail)));
     }
     pollfd fds[2] = {{result->flag.fd(), POLLIN, 0}, {-1, POLLIN, 0}};
     if (interrupt != nullptr) fds[1].fd = interrupt->fd();
@@ -155,7 +170,9 @@ rlock::client connect_checked(const rlock::config& cfg, signal_channel* interrup
     const int code = exit_code_for(result->ec);
     std::string text = "cannot use " + where + ": " + result->ec.message();
     if (!result->why.empty()) text += "; " + result->why;
-    if (!sentinel_mode) text += scheme_hint(address, result->why) + sentinel_hint(result->why);
+    if (!sentinel_mode && !cluster_mode) {
+      text += scheme_hint(address, result->why) + sentinel_hint(result->why);
+    }
     if (!password_given &&
         (result->ec == rlock::errc::auth_failed || result->ec == rlock::errc::auth_required)) {
       text += "; no password was given (--password-file, or one in $RLOCK_URL or $RLOCK_PASSWORD)";

@@ -123,6 +123,8 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
                  "Redis Sentinel to find the master through (repeat for each Sentinel): "
                  "redis://host:port or rediss://...; needs --master-name, replaces --url")
       ->type_name("URL")
+      // One URL per use: a list would also swallow exec's "--" and its command.
+      ->allow_extra_args(false)
       ->check(non_empty())
       ->group(group);
   app.add_option("--master-name", opts.master_name,
@@ -133,6 +135,14 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
   app.add_option("--sentinel-password-file", opts.sentinel_password_file,
                  "Read the Sentinels' own password from the first line of FILE")
       ->type_name("FILE")
+      ->check(non_empty())
+      ->group(group);
+  app.add_option("--cluster", opts.cluster,
+                 "A node of a Redis Cluster to learn the cluster from (repeat for more seeds): "
+                 "redis://host:port or rediss://...; replaces --url")
+      ->type_name("URL")
+      // One URL per use: a list would also swallow exec's "--" and its command.
+      ->allow_extra_args(false)
       ->check(non_empty())
       ->group(group);
   add_duration_option(app, "--timeout", opts.timeout, "Timeout of each Redis request",
@@ -213,6 +223,50 @@ std::optional<rlock::server_address> sentinel_config(const connection_options& o
   return first;
 }
 
+/// Cluster mode's part of make_config: the seeds, whose scheme TLS options must match.
+/// Returns nullopt without --cluster.
+std::optional<rlock::server_address> cluster_config(const connection_options& opts,
+                                                    rlock::config& cfg) {
+  if (opts.cluster.empty()) return std::nullopt;
+  if (!opts.url.empty()) {
+    throw usage_error("--url and --cluster exclude each other: the cluster names its masters");
+  }
+  if (!opts.sentinels.empty() || !opts.master_name.empty()) {
+    throw usage_error("--cluster and --sentinel/--master-name exclude each other");
+  }
+  std::optional<rlock::server_address> first;
+  for (const std::string& url : opts.cluster) {
+    std::error_code ec;
+    std::string why;
+    const auto a = rlock::parse_url(url, ec, &why);
+    if (!a) throw usage_error("invalid --cluster: " + why);
+    if (a->kind == rlock::server_address::scheme::unix_socket) {
+      throw usage_error("--cluster must be a redis:// or rediss:// URL (got " + a->to_string() +
+                        ")");
+    }
+    if (a->password) {
+      throw usage_error(
+          "--cluster must not contain a password (it would show in ps): use --password-file or "
+          "$RLOCK_PASSWORD");
+    }
+    if (a->database != 0) {
+      throw usage_error("--cluster " + a->to_string() + ": a Redis Cluster has only database 0");
+    }
+    if (first && a->kind != first->kind)
+      throw usage_error("--cluster URLs mix redis:// and rediss://");
+    if (!opts.user.empty() && a->username && *a->username != opts.user) {
+      throw usage_error("--user '" + opts.user + "' contradicts the user '" + *a->username +
+                        "' in --cluster " + a->to_string());
+    }
+    if (first && a->username != first->username) {
+      throw usage_error("--cluster URLs name different users");
+    }
+    if (!first) first = a;
+  }
+  cfg.cluster_addresses = opts.cluster;
+  return first;
+}
+
 rlock::config finish_config(const connection_options& opts, rlock::config cfg,
                             const rlock::server_address& address) {
   const bool tls_given = !opts.tls_ca.empty() || !opts.tls_cert.empty() || !opts.tls_key.empty() ||
@@ -274,6 +328,9 @@ rlock::config finish_config(const connection_options& opts, rlock::config cfg,
 
 rlock::config make_config(const connection_options& opts) {
   rlock::config cfg;
+  if (const auto seed = cluster_config(opts, cfg)) {
+    return finish_config(opts, std::move(cfg), *seed);
+  }
   if (const auto sentinel = sentinel_config(opts, cfg)) {
     return finish_config(opts, std::move(cfg), *sentinel);
   }
@@ -316,6 +373,7 @@ std::vector<std::string> connection_arguments(const connection_options& opts) {
   for (const std::string& sentinel : opts.sentinels) add("--sentinel", sentinel);
   add("--master-name", opts.master_name);
   add("--sentinel-password-file", opts.sentinel_password_file);
+  for (const std::string& seed : opts.cluster) add("--cluster", seed);
   return a;
 }
 

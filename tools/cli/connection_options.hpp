@@ -12,12 +12,17 @@
 //             $RLOCK_URL): the master is found through them on every connect, and reached with
 //             the Sentinels' scheme, --user and the password above; a Sentinel's own password
 //             comes from --sentinel-password-file, never from its URL
+//   Cluster   one --cluster URL per seed node of a Redis Cluster (instead of --url and
+//             $RLOCK_URL): every request goes to the master of its key's slot, reached with
+//             the seeds' scheme, --user and the password above
 //
 // Guarantees of make_config(): it validates everything it can without the network and throws
 // command_error: usage (64) for a malformed URL (naming where it came from and why), a --user
 // that contradicts the URL's user, or inconsistent TLS options; no_input (66) for a file that
 // cannot be opened or read (a directory included); usage (64) for --sentinel without
-// --master-name or the other way round, --url with --sentinel, or a password in a --sentinel URL.
+// --master-name or the other way round, --url with --sentinel, or a password in a --sentinel URL;
+// likewise --cluster with --url or --sentinel, a --cluster URL that is not redis:// or
+// rediss://, mixes them, names a database or holds a password.
 // Retries are scaled
 // so that a command retried until its last attempt stays within --connect-timeout: delays
 // start at 10 ms and double up to min(1 s, connect timeout / 4), with as many attempts as fit
@@ -48,6 +53,7 @@ struct connection_options {
   std::vector<std::string> sentinels{};  ///< --sentinel (repeatable): Sentinel mode's URLs
   std::string master_name{};             ///< --master-name: the master the Sentinels monitor
   std::string sentinel_password_file{};  ///< --sentinel-password-file
+  std::vector<std::string> cluster{};    ///< --cluster (repeatable): Cluster mode's seed URLs
   std::chrono::milliseconds timeout = std::chrono::milliseconds(3000);
   std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(10000);
 };
