@@ -67,6 +67,17 @@ std::optional<server_address> parse_url(std::string_view url, std::error_code& e
 /// Parses a URL or throws rlock::error(errc::invalid_url) naming the bad part.
 server_address parse_url(std::string_view url);
 
+/// Cluster mode's pub/sub (Redisson's ClusterServersConfig shardedSubscriptionMode).
+enum class sharded_subscription_mode {
+  /// Sharded when the cluster's servers know it (PUBSUB SHARDNUMSUB answers, Redis 7 and
+  /// later), as Redisson's AUTO decides; classic otherwise.
+  automatic,
+  /// Always sharded: SSUBSCRIBE and SPUBLISH (Redis 7 and later).
+  on,
+  /// Always classic: SUBSCRIBE and PUBLISH, which a cluster delivers to every node.
+  off,
+};
+
 /// Client configuration. The names follow Redisson's Config/BaseConfig so that settings carry
 /// over; defaults are Redisson 4.7's unless the comment says "rlock default".
 struct config {
@@ -113,10 +124,9 @@ struct config {
   /// connection_pool_size command connections and subscription_connection_pool_size subscribers
   /// per master, and sends each request to the master of its key's slot. Every key and channel
   /// of one object shares the object name's slot, so each script runs on one node. MOVED and ASK
-  /// replies are followed (they prove nothing ran), at most 5 times per request. Pub/sub is
-  /// classic SUBSCRIBE/PUBLISH, which a cluster delivers on every node (Redisson's
-  /// shardedSubscriptionMode OFF: a Java peer on Redis 7 must set that, or its waiters hear
-  /// rlock's releases only when their wait for the lock's TTL ends). database must be 0.
+  /// replies are followed (they prove nothing ran), at most 5 times per request; TRYAGAIN (a
+  /// multi-key script in a slot being migrated) is sent again every 50 ms within the call's
+  /// deadline, at most 5 s. Pub/sub follows cluster_sharded_subscription. database must be 0.
   /// What holds across a failover: as in Sentinel mode, replication is asynchronous, so a lock
   /// taken on a master just before it died may be missing on the replica promoted in its place;
   /// the holder learns at its next renewal (errc::lock_lost). Requests written to the dead
@@ -126,6 +136,15 @@ struct config {
   std::vector<std::string> cluster_addresses;
   /// How often the slot map is read again in Cluster mode (Redisson's scanInterval).
   std::chrono::milliseconds cluster_scan_interval = 5000ms;
+  /// Cluster mode's pub/sub. Java Redisson peers of a lock must use the same kind (sharded
+  /// and classic subscribers never hear each other's messages), as must every rlock client:
+  /// with both on Redisson's and rlock's default (automatic) they agree. Sharded, each channel
+  /// is subscribed on the master of its slot and the library's scripts SPUBLISH; classic, the
+  /// scripts PUBLISH (the cluster carries each message to every node). Decided by the first
+  /// slot-map scan: requests and subscriptions made before it wait for it (within their
+  /// deadlines). If that scan fails (no seed reachable), they go ahead classic, and a later
+  /// scan's answer holds from then on.
+  sharded_subscription_mode cluster_sharded_subscription = sharded_subscription_mode::automatic;
   /// Sent as CLIENT SETNAME on every connection when not empty.
   std::string client_name;
   tls_options tls;

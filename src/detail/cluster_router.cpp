@@ -24,6 +24,10 @@ struct cluster_router::scan_state {
 cluster_router::cluster_router(asio::io_context& io, options o)
     : io_(io), opts_(std::move(o)), slots_(cluster_slot_count, nullptr), timer_(io) {
   opts_.node.movable = true;
+  if (opts_.sharded != sharded_subscription_mode::automatic) {
+    sharded_known_ = true;
+    sharded_ = opts_.sharded == sharded_subscription_mode::on;
+  }
 }
 
 void cluster_router::start() {
@@ -159,6 +163,7 @@ void cluster_router::ask_next(const std::shared_ptr<scan_state>& s) {
     if (!s->failures.empty()) detail += ")";
     scan_finished(false, s->last_error ? s->last_error : make_error_code(errc::not_connected),
                   std::move(detail));
+    settle();
     return;
   }
   const scan_state::candidate& c = s->candidates[s->next++];
@@ -209,8 +214,57 @@ void cluster_router::on_answer(const std::shared_ptr<scan_state>& s, const std::
     return;
   }
   const bool changed = apply(*map);
+  bool known = false;
+  {
+    std::lock_guard lk(scan_mu_);
+    known = sharded_known_;
+  }
+  if (!known) {
+    probe_sharded(changed);
+    return;
+  }
   scan_finished(true, {}, {});
-  if (changed && opts_.on_change) opts_.on_change();
+  const bool first = !settled();
+  settle();
+  if ((changed || first) && opts_.on_change) opts_.on_change();
+}
+
+void cluster_router::probe_sharded(bool changed) {
+  node* n = nullptr;
+  {
+    std::shared_lock lk(mu_);
+    for (node* m : slots_) {
+      if (m != nullptr) {
+        n = m;
+        break;
+      }
+    }
+  }
+  request r;
+  static constexpr std::string_view cmd[] = {"PUBSUB", "SHARDNUMSUB"};
+  encode_command(cmd, r.payload);
+  r.deadline = clock::now() + opts_.timeout;
+  r.done = [self = shared_from_this(), changed](exec_result res) {
+    {
+      std::lock_guard lk(self->scan_mu_);
+      if (self->closed_) return;
+      // An answer decides: a list (Redis 7 and later) or an error reply (an older server, a
+      // renamed command). A transport failure decides nothing: the next scan asks again.
+      if (!res.ec || !is_transient(res.ec)) {
+        self->sharded_known_ = true;
+        self->sharded_.store(!res.ec, std::memory_order_release);
+      }
+    }
+    self->scan_finished(true, {}, {});
+    const bool first = !self->settled();
+    self->settle();
+    if ((changed || first) && self->opts_.on_change) self->opts_.on_change();
+  };
+  n->pick().submit(std::move(r));
+}
+
+void cluster_router::settle() {
+  settled_.store(true, std::memory_order_release);
 }
 
 bool cluster_router::apply(const std::vector<slot_range>& map) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -35,6 +36,7 @@
 #include "detail/cluster_slots.hpp"
 #include "detail/connection.hpp"
 #include "detail/node.hpp"
+#include "rlock/config.hpp"
 #include "rlock/connection_status.hpp"
 
 namespace rlock::detail {
@@ -51,8 +53,11 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     std::chrono::milliseconds scan_interval{5000};
     /// Bounds each node's answer to CLUSTER SLOTS.
     std::chrono::milliseconds timeout{3000};
-    /// Called (on an I/O thread, no lock held) after a scan changed a slot's master.
+    /// Called (on an I/O thread, no lock held) after a scan changed a slot's master, and once
+    /// when the first scan has settled (settled()).
     std::function<void()> on_change;
+    /// Pub/sub kind: config::cluster_sharded_subscription.
+    sharded_subscription_mode sharded = sharded_subscription_mode::automatic;
   };
 
   cluster_router(asio::io_context& io, options o);
@@ -77,6 +82,12 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   connection_status status() const;
   /// Masters in the current map (0 before the first), for tests and `rlock status`.
   std::size_t masters() const;
+  /// The first scan has ended (with a map and, in automatic mode, the servers' answer to
+  /// PUBSUB SHARDNUMSUB; or with no seed reachable): sharded() holds from then on, unless
+  /// that scan failed and a later one learns otherwise.
+  bool settled() const { return settled_.load(std::memory_order_acquire); }
+  /// Pub/sub is sharded (SSUBSCRIBE on the master of a channel's slot, SPUBLISH in scripts).
+  bool sharded() const { return sharded_.load(std::memory_order_acquire); }
 
  private:
   struct scan_state;
@@ -88,6 +99,9 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   /// True if some slot's master changed.
   bool apply(const std::vector<slot_range>& map);
   void scan_finished(bool ok, std::error_code ec, std::string detail);
+  /// Automatic mode, after a map: asks a master whether it knows sharded pub/sub.
+  void probe_sharded(bool changed);
+  void settle();
   void arm_locked(std::chrono::milliseconds after);
 
   asio::io_context& io_;
@@ -107,6 +121,9 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   bool closed_ = false;
   std::error_code scan_error_;
   std::string scan_detail_;
+  std::atomic<bool> settled_{false};
+  std::atomic<bool> sharded_{false};
+  bool sharded_known_ = false;  // under scan_mu_
 };
 
 }  // namespace rlock::detail

@@ -56,6 +56,8 @@ struct core::attempt {
   int tryagains = 0;
   // Its retry delay was cut short by a new slot map (wake_sleepers); under core::mu_.
   bool woken = false;
+  // Cluster mode: the script's sharded twin was considered (on the first send after settling).
+  bool twin_checked = false;
   node* sent_to = nullptr;
   std::optional<cluster_endpoint> ask_target;
   retry_fsm fsm;
@@ -222,6 +224,20 @@ core::core(config cfg, const std::vector<const script*>& scripts)
   opts.ping_timeout = cfg_.timeout;
   for (const script* s : scripts) opts.scripts.emplace_back(s->text());
   if (!seeds.empty()) {
+    // Cluster mode may publish sharded: each script that publishes has a twin that SPUBLISHes
+    // instead (the same keys, arguments and replies), loaded beside it.
+    static constexpr std::string_view classic = "redis.call('publish', ";
+    for (const script* s : scripts) {
+      std::string text(s->text());
+      if (text.find(classic) == std::string::npos) continue;
+      for (auto at = text.find(classic); at != std::string::npos; at = text.find(classic, at)) {
+        text.replace(at, classic.size(), "redis.call('spublish', ");
+      }
+      opts.scripts.push_back(text);
+      sharded_twins_.emplace(s, std::make_unique<script>(std::move(text)));
+    }
+  }
+  if (!seeds.empty()) {
     cluster_ = std::make_shared<cluster_router>(
         io_, cluster_router::options{.node = opts,
                                      .seeds = seeds,
@@ -229,7 +245,8 @@ core::core(config cfg, const std::vector<const script*>& scripts)
                                      .sub_pool_size = cfg_.subscription_connection_pool_size,
                                      .scan_interval = cfg_.cluster_scan_interval,
                                      .timeout = cfg_.timeout,
-                                     .on_change = [this] { wake_sleepers(); }});
+                                     .on_change = [this] { wake_sleepers(); },
+                                     .sharded = cfg_.cluster_sharded_subscription});
     cluster_->start();
   } else {
     node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
@@ -406,6 +423,15 @@ void core::send(const std::shared_ptr<attempt>& a) {
     complete_closed([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
     return;
   }
+  if (cluster_ && !cluster_->settled() && clock::now() + settle_poll < a->fsm.deadline()) {
+    // The first scan has not told the pub/sub kind yet (nor where the key lives).
+    resend_after(a, settle_poll, exec_result{});
+    return;
+  }
+  if (cluster_ && a->from_script && !a->twin_checked) {
+    a->twin_checked = true;
+    if (cluster_->sharded()) use_sharded_twin(*a);
+  }
   request r;
   a->last_sent = clock::now();
   r.external = &a->payload;  // `a` lives until r.done has run
@@ -443,6 +469,17 @@ void core::send(const std::shared_ptr<attempt>& a) {
                             : cluster_->node_for(a->route_key);
   a->sent_to = &n;
   n.pick().submit(std::move(r));
+}
+
+void core::use_sharded_twin(attempt& a) {
+  auto it = sharded_twins_.find(a.via_script);
+  if (it == sharded_twins_.end()) return;
+  // "*<n>\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>...": the twin's digest in place of the script's.
+  constexpr std::string_view head = "$7\r\nEVALSHA\r\n$40\r\n";
+  const auto at = a.payload.find(head);
+  if (at == std::string::npos) return;
+  a.payload.replace(at + head.size(), 40, it->second->sha1());
+  a.via_script = it->second.get();
 }
 
 bool core::follow_redirect(const std::shared_ptr<attempt>& a, exec_result& res) {
@@ -573,9 +610,32 @@ void core::wake_sleepers() {
 void core::subscribe(channel_kind kind, std::string channel, std::string_view route_key,
                      pubsub_listener listener, clock::time_point deadline,
                      std::function<void(std::error_code, subscription)> done) {
+  if (cluster_ && !cluster_->settled()) {
+    if (closed_.load(std::memory_order_acquire)) {
+      done(make_error_code(errc::shutdown), subscription{});
+      return;
+    }
+    if (clock::now() + settle_poll < deadline) {
+      // The first scan has not told the pub/sub kind yet: subscribed once it has.
+      auto t = std::make_shared<asio::steady_timer>(io_, settle_poll);
+      t->async_wait([self = shared_from_this(), t, kind, channel = std::move(channel),
+                     key = std::string(route_key), listener = std::move(listener), deadline,
+                     done = std::move(done)](std::error_code) mutable {
+        self->subscribe(kind, std::move(channel), key, std::move(listener), deadline,
+                        std::move(done));
+      });
+      return;
+    }
+  }
+  // Sharded: on the master of the channel's slot (the object's, unless a latch's name has a
+  // hash tag of its own: its channel wraps the name in braces again).
+  const bool sharded = cluster_ && cluster_->sharded();
+  if (sharded) kind = channel_kind::sharded;
+  if (cluster_ && !sharded && kind == channel_kind::sharded) kind = channel_kind::classic;
+  const std::string_view by = sharded ? std::string_view(channel) : route_key;
   // The subscriber is chosen by the key, so that all channels of one object share a
   // connection and their messages arrive in the order they were published.
-  auto& sub = node_for(route_key).subscriber_for(route_key.empty() ? channel : route_key);
+  auto& sub = node_for(by).subscriber_for(route_key.empty() ? channel : route_key);
   std::weak_ptr<subscriber> weak = sub.weak_from_this();
   sub.async_subscribe(
       kind, std::move(channel), std::move(listener), deadline,

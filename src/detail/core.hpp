@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "detail/cluster_router.hpp"
@@ -111,6 +112,10 @@ class core : public std::enable_shared_from_this<core> {
   /// each after this delay: 5 s in all.
   static constexpr int max_tryagains = 100;
   static constexpr std::chrono::milliseconds tryagain_delay{50};
+  /// Cluster mode: how often a request made before the first scan settled looks again.
+  static constexpr std::chrono::milliseconds settle_poll{2};
+  /// Swaps an EVALSHA attempt's script for its SPUBLISH twin, if it has one.
+  void use_sharded_twin(attempt& a);
   /// An attempt with `opts`' retry policy, timeout and completion; the caller adds its payload
   /// and route key.
   std::shared_ptr<attempt> new_attempt(const exec_options& opts, exec_callback cb);
@@ -134,6 +139,8 @@ class core : public std::enable_shared_from_this<core> {
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::unique_ptr<node> node_;  // null in Cluster mode
   std::shared_ptr<cluster_router> cluster_;
+  // Cluster mode: each publishing script's twin that SPUBLISHes instead.
+  std::unordered_map<const script*, std::unique_ptr<script>> sharded_twins_;
   // Sentinel mode: hears the Sentinels announce a new master (null otherwise).
   std::unique_ptr<sentinel_watch> sentinel_watch_;
   std::vector<std::thread> threads_;

@@ -8,7 +8,8 @@
 -- script's later writes are let past the server's maxmemory check, so a DEL first would let a
 -- partial release (HINCRBY, SET) grow a full server's memory.
 -- Messages go out with PUBLISH, which every rlock waiter and Redisson's default (non-sharded)
--- subscriptions hear; the command is not an argument, since each argument costs every call.
+-- subscriptions hear; the command is not an argument, since each argument costs every call. (In
+-- Cluster mode with sharded pub/sub, the client runs a twin of each script that SPUBLISHes.)
 -- Constants passed to redis.call are strings ('1', not 1): the server formats a number
 -- argument with snprintf, a measurable share of a short script's cost.
 -- The uncontended case first: a quiet unlock of a single hold, any count accepted, is released

@@ -264,6 +264,72 @@ TEST(cluster, a_failover_moves_the_client_to_the_promoted_replica) {
   EXPECT_TRUE(wait_until([&] { return c.status().connected; }, 10s)) << c.status().detail;
 }
 
+/// Subscribers of a sharded channel on `node` (PUBSUB SHARDNUMSUB).
+long long shardnumsub_of(const redis_server& node, const std::string& channel) {
+  return node.cli_reply({"PUBSUB", "SHARDNUMSUB", channel}).elements.at(1).integer;
+}
+
+// Redisson's default on Redis 7 (shardedSubscriptionMode AUTO) is sharded pub/sub, and so is
+// rlock's (automatic): a Java waiter's SSUBSCRIBE hears rlock's release, and a Java holder's
+// SPUBLISH wakes an rlock waiter, which waits on the master of the channel's slot.
+TEST(cluster, pub_sub_is_sharded_as_redissons_on_redis_7) {
+  redis_cluster cluster;
+  client c(cluster_config(cluster));
+  const std::string name = names_served_by(cluster, cluster.master(1), "sharded-", 1).front();
+  const std::string channel = "redisson_lock__channel:{" + name + "}";
+  redis_server& owner = cluster.master(1);
+
+  raw_client java_waiter = owner.client();
+  const raw_reply subscribed = java_waiter.command({"SSUBSCRIBE", channel});
+  ASSERT_EQ(subscribed.elements.at(0).str, "ssubscribe") << subscribed;
+  auto l = c.get_lock(name);
+  ASSERT_TRUE(l.try_lock(5s, 30s));
+  l.unlock_or_throw();
+  const auto message = java_waiter.read(5s);
+  ASSERT_TRUE(message);
+  EXPECT_EQ(*message,
+            raw_reply::make_array({raw_reply::make_string("smessage"),
+                                   raw_reply::make_string(channel), raw_reply::make_string("0")}));
+
+  // A Java Redisson peer's hold (a version-4 client uuid), released the way its unlock does.
+  owner.cli({"HSET", name, "2f0c2a3e-8d0c-4c7e-9a55-6a1b2c3d4e5f:42", "1"});
+  owner.cli({"PEXPIRE", name, "60000"});
+  auto got = try_lock_then_unlock_async(l, 30s);
+  ASSERT_TRUE(wait_until([&] { return shardnumsub_of(owner, channel) == 2; }, 10s));
+  EXPECT_EQ(numsub_of(owner, channel), 0);  // not a classic subscriber
+  const auto released = steady::now();
+  owner.cli({"DEL", name});
+  owner.cli({"SPUBLISH", channel, "0"});
+  EXPECT_TRUE(got.get());
+  EXPECT_LT(ms_since(released), 10000);  // woken by the message, not the 60 s TTL
+}
+
+// cluster_sharded_subscription off: classic pub/sub, as Redisson's shardedSubscriptionMode OFF.
+TEST(cluster, pub_sub_is_classic_when_sharding_is_off) {
+  redis_cluster cluster;
+  config cfg = cluster_config(cluster);
+  cfg.cluster_sharded_subscription = sharded_subscription_mode::off;
+  client c(cfg);
+  client holder(cfg);
+  const std::string name = names_served_by(cluster, cluster.master(2), "classic-", 1).front();
+  const std::string channel = "redisson_lock__channel:{" + name + "}";
+  redis_server& owner = cluster.master(2);
+  raw_client java_waiter = cluster.master(0).client();  // classic messages reach every node
+  ASSERT_EQ(java_waiter.command({"SUBSCRIBE", channel}).elements.at(0).str, "subscribe");
+  auto held = holder.get_lock(name);
+  ASSERT_TRUE(held.try_lock(5s, 60s));
+  auto l = c.get_lock(name);
+  auto got = try_lock_then_unlock_async(l, 30s);
+  ASSERT_TRUE(wait_until([&] { return zcard(owner, "rlock_queue:{" + name + "}") == 1; }, 10s));
+  EXPECT_EQ(shardnumsub_of(owner, channel), 0);
+  held.unlock_or_throw();
+  EXPECT_TRUE(got.get());
+  const auto message = java_waiter.read(5s);
+  ASSERT_TRUE(message);
+  EXPECT_EQ(message->elements.at(0).str, "message") << *message;
+  EXPECT_EQ(message->elements.at(2).str, "0") << *message;
+}
+
 TEST(cluster, no_reachable_seed_fails_within_the_deadline) {
   redis_server dead(server_options{.cluster = true});
   const std::string url = dead.url();
