@@ -22,7 +22,9 @@ redis_cluster::redis_cluster(cluster_options options) : options_(options) {
   const int total = options_.masters * (1 + options_.replicas_per_master);
   server_options so;
   so.cluster = true;
-  so.extra_args = {"--cluster-node-timeout", std::to_string(options_.node_timeout.count())};
+  // A replica's first sync starts at once (Redis 7 waits 5 s for more replicas by default).
+  so.extra_args = {"--cluster-node-timeout", std::to_string(options_.node_timeout.count()),
+                   "--repl-diskless-sync-delay", "0"};
   for (int i = 0; i < total; ++i) nodes_.push_back(std::make_unique<redis_server>(so));
   for (int m = 0; m < options_.masters; ++m) {
     const int first = m * slots / options_.masters;
