@@ -179,6 +179,29 @@ std::vector<std::string> secret_environment_names() {
 
 namespace {
 
+/// One URL of a repeatable --sentinel or --cluster `option`: a redis:// or rediss:// URL
+/// without a password (it would show in ps: `password_from` says where to give it), of the
+/// scheme of `first` when there is one.
+rlock::server_address checked_node_url(const std::string& option, const std::string& url,
+                                       const std::string& password_from,
+                                       const std::optional<rlock::server_address>& first) {
+  std::error_code ec;
+  std::string why;
+  const auto a = rlock::parse_url(url, ec, &why);
+  if (!a) throw usage_error("invalid " + option + ": " + why);
+  if (a->kind == rlock::server_address::scheme::unix_socket) {
+    throw usage_error(option + " must be a redis:// or rediss:// URL (got " + a->to_string() + ")");
+  }
+  if (a->password) {
+    throw usage_error(option + " must not contain a password (it would show in ps): use " +
+                      password_from);
+  }
+  if (first && a->kind != first->kind) {
+    throw usage_error(option + " URLs mix redis:// and rediss://");
+  }
+  return *a;
+}
+
 /// Sentinel mode's part of make_config: the Sentinels, the master's name, and the scheme TLS
 /// options must match (the first Sentinel's). Returns nullopt without --master-name.
 std::optional<rlock::server_address> sentinel_config(const connection_options& opts,
@@ -196,22 +219,7 @@ std::optional<rlock::server_address> sentinel_config(const connection_options& o
   }
   std::optional<rlock::server_address> first;
   for (const std::string& url : opts.sentinels) {
-    std::error_code ec;
-    std::string why;
-    const auto a = rlock::parse_url(url, ec, &why);
-    if (!a) throw usage_error("invalid --sentinel: " + why);
-    if (a->kind == rlock::server_address::scheme::unix_socket) {
-      throw usage_error("--sentinel must be a redis:// or rediss:// URL (got " + a->to_string() +
-                        ")");
-    }
-    if (a->password) {
-      throw usage_error(
-          "--sentinel must not contain a password (it would show in ps): use "
-          "--sentinel-password-file");
-    }
-    if (first && a->kind != first->kind) {
-      throw usage_error("--sentinel URLs mix redis:// and rediss://");
-    }
+    const auto a = checked_node_url("--sentinel", url, "--sentinel-password-file", first);
     if (!first) first = a;
   }
   cfg.master_name = opts.master_name;
@@ -236,29 +244,15 @@ std::optional<rlock::server_address> cluster_config(const connection_options& op
   }
   std::optional<rlock::server_address> first;
   for (const std::string& url : opts.cluster) {
-    std::error_code ec;
-    std::string why;
-    const auto a = rlock::parse_url(url, ec, &why);
-    if (!a) throw usage_error("invalid --cluster: " + why);
-    if (a->kind == rlock::server_address::scheme::unix_socket) {
-      throw usage_error("--cluster must be a redis:// or rediss:// URL (got " + a->to_string() +
-                        ")");
+    const auto a = checked_node_url("--cluster", url, "--password-file or $RLOCK_PASSWORD", first);
+    if (a.database != 0) {
+      throw usage_error("--cluster " + a.to_string() + ": a Redis Cluster has only database 0");
     }
-    if (a->password) {
-      throw usage_error(
-          "--cluster must not contain a password (it would show in ps): use --password-file or "
-          "$RLOCK_PASSWORD");
+    if (!opts.user.empty() && a.username && *a.username != opts.user) {
+      throw usage_error("--user '" + opts.user + "' contradicts the user '" + *a.username +
+                        "' in --cluster " + a.to_string());
     }
-    if (a->database != 0) {
-      throw usage_error("--cluster " + a->to_string() + ": a Redis Cluster has only database 0");
-    }
-    if (first && a->kind != first->kind)
-      throw usage_error("--cluster URLs mix redis:// and rediss://");
-    if (!opts.user.empty() && a->username && *a->username != opts.user) {
-      throw usage_error("--user '" + opts.user + "' contradicts the user '" + *a->username +
-                        "' in --cluster " + a->to_string());
-    }
-    if (first && a->username != first->username) {
+    if (first && a.username != first->username) {
       throw usage_error("--cluster URLs name different users");
     }
     if (!first) first = a;
