@@ -22,12 +22,15 @@ namespace rlock::examples {  // shared by examples, tools and benchmarks
 
 class throwaway_server {
  public:
-  throwaway_server() {
+  /// A plain server, or (`cluster`) a Redis Cluster node serving no slot yet, its cluster bus on
+  /// another free port (bus_port()).
+  explicit throwaway_server(bool cluster = false) : cluster_(cluster) {
     char tmpl[] = "/tmp/rlock-redis-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
     for (int attempt = 0; attempt < 20; ++attempt) {
       port_ = free_port();
+      bus_port_ = cluster_ ? free_port() : 0;
       if (launch()) return;
     }
     std::filesystem::remove_all(dir_);
@@ -47,6 +50,7 @@ class throwaway_server {
 
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   int port() const { return port_; }
+  int bus_port() const { return bus_port_; }
 
  private:
   static int free_port() {
@@ -92,9 +96,17 @@ class throwaway_server {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
       const std::string log = dir_ + "/redis.log";
-      ::execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
-               "--dir", dir_.c_str(), "--save", "", "--appendonly", "no", "--logfile", log.c_str(),
-               static_cast<char*>(nullptr));
+      const std::string bus = std::to_string(bus_port_);
+      if (cluster_) {
+        ::execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
+                 "--dir", dir_.c_str(), "--save", "", "--appendonly", "no", "--logfile",
+                 log.c_str(), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                 "--cluster-port", bus.c_str(), static_cast<char*>(nullptr));
+      } else {
+        ::execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
+                 "--dir", dir_.c_str(), "--save", "", "--appendonly", "no", "--logfile",
+                 log.c_str(), static_cast<char*>(nullptr));
+      }
       ::_exit(127);
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -115,8 +127,10 @@ class throwaway_server {
     return false;
   }
 
+  bool cluster_ = false;
   std::string dir_;
   int port_ = 0;
+  int bus_port_ = 0;
   pid_t pid_ = -1;
 };
 
