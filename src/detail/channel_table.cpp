@@ -74,6 +74,16 @@ void channel_table::on_unsubscribed(channel_kind kind, const std::string& channe
   if (e.listeners.empty() && e.state == server_state::unsubscribed) channels_.erase(it);
 }
 
+std::vector<channel_table::listener_id> channel_table::on_moved(channel_kind kind,
+                                                                const std::string& channel) {
+  auto it = channels_.find({kind, channel});
+  if (it == channels_.end() || it->second.state != server_state::subscribing) return {};
+  std::vector<listener_id> moved = std::move(it->second.listeners);
+  for (const listener_id id : moved) owners_.erase(id);
+  channels_.erase(it);
+  return moved;
+}
+
 std::vector<channel_table::listener_id> channel_table::on_refused(channel_kind kind,
                                                                   const std::string& channel) {
   auto it = channels_.find({kind, channel});

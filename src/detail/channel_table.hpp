@@ -43,6 +43,11 @@ class channel_table {
   /// subscribed again at once (that would be refused again, over and over): the next add()
   /// tries again. A refusal of a channel that is not being subscribed is ignored.
   std::vector<listener_id> on_refused(channel_kind kind, const std::string& channel);
+  /// Cluster mode: the server refused a (S)SUBSCRIBE of this channel with MOVED (its slot is
+  /// served elsewhere). Returns every listener of the channel, confirmed before or waiting,
+  /// and forgets the channel: the caller moves them to the node that serves it now. Ignored
+  /// (empty) for a channel that is not being subscribed.
+  std::vector<listener_id> on_moved(channel_kind kind, const std::string& channel);
   /// The connection was re-established: the server has no subscriptions. Every channel with
   /// listeners is subscribed again; those that had been confirmed report `resubscribed`.
   void on_reconnected(actions& out);

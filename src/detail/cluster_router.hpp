@@ -56,6 +56,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     /// Called (on an I/O thread, no lock held) after a scan changed a slot's master, and once
     /// when the first scan has settled (settled()).
     std::function<void()> on_change;
+    /// Given to every node's subscribers (subscriber::set_moved_handler).
+    moved_handler on_moved;
     /// Pub/sub kind: config::cluster_sharded_subscription.
     sharded_subscription_mode sharded = sharded_subscription_mode::automatic;
   };

@@ -239,14 +239,22 @@ core::core(config cfg, const std::vector<const script*>& scripts)
   }
   if (!seeds.empty()) {
     cluster_ = std::make_shared<cluster_router>(
-        io_, cluster_router::options{.node = opts,
-                                     .seeds = seeds,
-                                     .pool_size = cfg_.connection_pool_size,
-                                     .sub_pool_size = cfg_.subscription_connection_pool_size,
-                                     .scan_interval = cfg_.cluster_scan_interval,
-                                     .timeout = cfg_.timeout,
-                                     .on_change = [this] { wake_sleepers(); },
-                                     .sharded = cfg_.cluster_sharded_subscription});
+        io_, cluster_router::options{
+                 .node = opts,
+                 .seeds = seeds,
+                 .pool_size = cfg_.connection_pool_size,
+                 .sub_pool_size = cfg_.subscription_connection_pool_size,
+                 .scan_interval = cfg_.cluster_scan_interval,
+                 .timeout = cfg_.timeout,
+                 .on_change = [this] { wake_sleepers(); },
+                 .on_moved =
+                     [this](const std::string& refusal, channel_kind kind,
+                            const std::string& channel, std::shared_ptr<pubsub_listener> listener,
+                            std::function<void(std::error_code, subscription)> finish) {
+                       resubscribe_moved(refusal, kind, channel, std::move(listener),
+                                         std::move(finish));
+                     },
+                 .sharded = cfg_.cluster_sharded_subscription});
     cluster_->start();
   } else {
     node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
@@ -596,6 +604,30 @@ void core::resend_after(const std::shared_ptr<attempt>& a, std::chrono::millisec
     self->send(a);
   });
   waiting_.insert(a);
+}
+
+void core::resubscribe_moved(const std::string& refusal, channel_kind kind,
+                             const std::string& channel, std::shared_ptr<pubsub_listener> listener,
+                             std::function<void(std::error_code, subscription)> finish) {
+  // The table learns where the slot went, then the listener is subscribed there, and told to
+  // look again at what it may have missed while it was moving.
+  if (auto rd = parse_redirect(refusal, ""); rd && !rd->to.host.empty()) {
+    cluster_->moved(*rd);
+  } else {
+    cluster_->scan_soon();
+  }
+  subscribe(
+      kind, channel, channel, [listener](const pubsub_event& ev) { (*listener)(ev); },
+      clock::now() + cfg_.subscription_timeout,
+      [listener, channel, finish = std::move(finish)](std::error_code ec, subscription there) {
+        finish(ec, std::move(there));
+        if (!ec) {
+          pubsub_event ev;
+          ev.what = pubsub_event::kind::resubscribed;
+          ev.channel = channel;
+          (*listener)(ev);
+        }
+      });
 }
 
 void core::wake_sleepers() {

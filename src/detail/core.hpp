@@ -126,6 +126,10 @@ class core : public std::enable_shared_from_this<core> {
   /// Cluster mode, after a scan changed a slot's master: the attempts sleeping before a retry
   /// (a node unreachable, a failover under way) are sent again at once, to the new masters.
   void wake_sleepers();
+  /// Cluster mode: a subscriber's node refused a channel with MOVED (moved_handler).
+  void resubscribe_moved(const std::string& refusal, channel_kind kind, const std::string& channel,
+                         std::shared_ptr<pubsub_listener> listener,
+                         std::function<void(std::error_code, subscription)> finish);
   /// Sends `a` again after `delay` (unless the client shuts down first: then `res`, failed
   /// with errc::shutdown, completes it).
   void resend_after(const std::shared_ptr<attempt>& a, std::chrono::milliseconds delay,

@@ -40,6 +40,10 @@ void node::master_switched(const std::string& host, std::uint16_t port, const st
   for (auto& s : subs_) s->master_switched(host, port, detail);
 }
 
+void node::set_moved_handler(const moved_handler& h) {
+  for (auto& s : subs_) s->set_moved_handler(h);
+}
+
 connection_status node::status() const {
   connection_status out;
   for (const auto& c : conns_) {

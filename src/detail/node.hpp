@@ -30,6 +30,8 @@ class node {
   /// new master, or in Cluster mode the replica promoted in place of this node's dead master.
   /// Subscribers subscribe their channels again there and tell their listeners.
   void master_switched(const std::string& host, std::uint16_t port, const std::string& detail);
+  /// Cluster mode: subscriber::set_moved_handler on every subscriber (before start()).
+  void set_moved_handler(const moved_handler& h);
   /// Connected if any command connection is ready; otherwise the first recorded failure.
   connection_status status() const;
 

@@ -42,12 +42,16 @@ void subscriber::start() {
 
 void subscriber::close() {
   std::map<channel_table::listener_id, pending> failed;
+  std::map<channel_table::listener_id, std::shared_ptr<subscription>> forwarded;
   {
     std::lock_guard lk(mu_);
     closed_ = true;
     failed.swap(pending_);
     listeners_.clear();
+    moving_.clear();
+    forwarded.swap(forwarded_);
   }
+  forwarded.clear();  // unsubscribed where they moved, outside mu_
   for (auto& [id, p] : failed) {
     if (p.timer) p.timer->cancel();
     if (p.done) p.done(make_error_code(errc::shutdown), id);
@@ -115,9 +119,15 @@ void subscriber::async_subscribe(channel_kind kind, std::string channel, pubsub_
 
 void subscriber::unsubscribe(channel_table::listener_id id) {
   std::vector<std::function<void()>> later;
+  std::shared_ptr<subscription> moved_away;
   {
     std::lock_guard lk(mu_);
     if (closed_) return;
+    moving_.erase(id);
+    if (auto f = forwarded_.find(id); f != forwarded_.end()) {
+      moved_away = std::move(f->second);  // unsubscribed there once mu_ is released
+      forwarded_.erase(f);
+    }
     listeners_.erase(id);
     pending_.erase(id);
     channel_table::actions a;
@@ -253,15 +263,44 @@ void subscriber::on_refused(std::string_view text) {
     sent_.pop_front();
     if (!refused.subscribe) return;
     const std::error_code why = make_error_code(classify_server_error(text, false));
-    for (const auto id : table_.on_refused(refused.key.first, refused.key.second)) {
-      listeners_.erase(id);
-      auto it = pending_.find(id);
-      if (it == pending_.end()) continue;
-      if (it->second.timer) it->second.timer->cancel();
-      later.push_back([cb = std::move(it->second.done), id, why] {
-        if (cb) cb(why, id);
-      });
-      pending_.erase(it);
+    // Cluster mode: the channel's slot lives elsewhere now; its listeners follow it there.
+    const bool moved = moved_ && text.starts_with("MOVED ");
+    const std::vector<channel_table::listener_id> ids =
+        moved ? table_.on_moved(refused.key.first, refused.key.second)
+              : table_.on_refused(refused.key.first, refused.key.second);
+    for (const auto id : ids) {
+      std::shared_ptr<pubsub_listener> listener;
+      if (auto l = listeners_.find(id); l != listeners_.end()) {
+        listener = std::move(l->second);
+        listeners_.erase(l);
+      }
+      subscribe_callback cb;
+      if (auto it = pending_.find(id); it != pending_.end()) {
+        if (it->second.timer) it->second.timer->cancel();
+        cb = std::move(it->second.done);
+        pending_.erase(it);
+      }
+      if (moved && listener) {
+        moving_.insert(id);
+        later.push_back([weak = weak_from_this(), h = moved_, refusal = std::string(text),
+                         key = refused.key, listener, id, cb = std::move(cb)]() mutable {
+          h(refusal, key.first, key.second, std::move(listener),
+            [weak, id, cb = std::move(cb)](std::error_code ec, subscription there) {
+              bool wanted = false;
+              if (auto self = weak.lock()) {
+                std::lock_guard lk2(self->mu_);
+                wanted = self->moving_.erase(id) > 0 && !self->closed_;
+                if (wanted && !ec) {
+                  self->forwarded_[id] = std::make_shared<subscription>(std::move(there));
+                }
+              }
+              // Not wanted any more (unsubscribed or closed meanwhile): `there` ends here.
+              if (cb) cb(wanted ? ec : make_error_code(errc::shutdown), id);
+            });
+        });
+      } else if (cb) {
+        later.push_back([cb = std::move(cb), id, why] { cb(why, id); });
+      }
     }
   }
   for (auto& f : later) f();

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,15 @@ struct pubsub_event {
 };
 using pubsub_listener = std::function<void(const pubsub_event&)>;
 using subscribe_callback = std::function<void(std::error_code, channel_table::listener_id)>;
+class subscription;
+/// Cluster mode: a (re)subscription this subscriber's node refused with MOVED (the channel's slot
+/// is served elsewhere: after a migration the server also unsubscribes sharded channels itself).
+/// The handler subscribes `listener` to `channel` where the slot now lives and calls `finish`
+/// with the outcome; the listener's id here then forwards to that subscription.
+using moved_handler =
+    std::function<void(const std::string& refusal, channel_kind kind, const std::string& channel,
+                       std::shared_ptr<pubsub_listener> listener,
+                       std::function<void(std::error_code, subscription)> finish)>;
 
 class subscriber : public std::enable_shared_from_this<subscriber> {
  public:
@@ -52,6 +62,10 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   void master_switched(std::string host, std::uint16_t port, std::string detail);
   /// Channels confirmed by the server (for tests and stats).
   std::size_t active_channels() const;
+  /// Cluster mode: where listeners go whose channel's slot has moved (see moved_handler).
+  /// Without one, such listeners are dropped (their pending subscriptions fail with
+  /// errc::cluster_redirect). Set before start().
+  void set_moved_handler(moved_handler h) { moved_ = std::move(h); }
 
  private:
   struct pending {
@@ -85,6 +99,11 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   // only then.
   bool up_ = false;
   bool closed_ = false;
+  moved_handler moved_;
+  // Listeners handed to moved_ whose new subscription is not made yet, and those made: the id
+  // here stands for the subscription there (unsubscribe(id) ends it).
+  std::set<channel_table::listener_id> moving_;
+  std::map<channel_table::listener_id, std::shared_ptr<subscription>> forwarded_;
 };
 
 /// An active subscription; unsubscribes when destroyed. Move-only.

@@ -314,6 +314,33 @@ TEST(cluster, pub_sub_is_sharded_as_redissons_on_redis_7) {
   EXPECT_LT(ms_since(released), 10000);  // woken by the message, not the 60 s TTL
 }
 
+// A slot that moves to another master takes its sharded channels with it: the old master
+// unsubscribes them, and the waiter's subscription follows the slot, so the release on the new
+// master still wakes it by its message, not at its timed re-check (every 20 s here).
+TEST(cluster, a_waiters_sharded_subscription_follows_its_slot_to_another_master) {
+  redis_cluster cluster;
+  config cfg = cluster_config(cluster);
+  cfg.lock_queue_liveness = 60000ms;
+  client holder(cfg);
+  client waiting(cfg);
+  redis_server& from = cluster.master(0);
+  redis_server& to = cluster.master(1);
+  const std::string name = names_served_by(cluster, from, "follow-", 1).front();
+  const std::string handoff = "rlock_handoff:{" + name + "}:" + waiting.id();
+  auto held = holder.get_lock(name);
+  ASSERT_TRUE(held.try_lock(5s, 60s));
+  auto w = waiting.get_lock(name);
+  auto got = try_lock_then_unlock_async(w, 40s);
+  ASSERT_TRUE(wait_until([&] { return shardnumsub_of(from, handoff) == 1; }, 10s));
+  migrate_slot(cluster, std::stoi(from.cli({"CLUSTER", "KEYSLOT", name})), from, to);
+  EXPECT_TRUE(wait_until([&] { return shardnumsub_of(to, handoff) == 1; }, 10s));
+  EXPECT_EQ(shardnumsub_of(from, handoff), 0);
+  const auto released = steady::now();
+  held.unlock_or_throw();
+  EXPECT_TRUE(got.get());
+  EXPECT_LT(ms_since(released), 5000);
+}
+
 // cluster_sharded_subscription off: classic pub/sub, as Redisson's shardedSubscriptionMode OFF.
 TEST(cluster, pub_sub_is_classic_when_sharding_is_off) {
   redis_cluster cluster;

@@ -112,6 +112,27 @@ TEST(channel_table, a_refused_resubscribe_keeps_confirmed_listeners_without_a_re
   EXPECT_EQ(a3.subscribe, keys{classic("c")});
 }
 
+// Cluster mode: the server unsubscribed a sharded channel (its slot left the node) and refused
+// the resubscription with MOVED: every listener, confirmed or waiting, is handed back to move
+// to the slot's new node, and the channel is forgotten here.
+TEST(channel_table, a_moved_channel_hands_back_every_listener) {
+  channel_table t;
+  actions a;
+  const auto old = t.add(channel_kind::sharded, "s", a);
+  t.on_subscribed(channel_kind::sharded, "s", a);
+  actions u;
+  t.on_unsubscribed(channel_kind::sharded, "s", u);  // not asked for: resubscribed at once
+  EXPECT_EQ(u.subscribe, (keys{{channel_kind::sharded, "s"}}));
+  actions a2;
+  const auto fresh = t.add(channel_kind::sharded, "s", a2);
+  EXPECT_EQ(sorted(t.on_moved(channel_kind::sharded, "s")), sorted({old, fresh}));
+  EXPECT_TRUE(t.empty());
+  EXPECT_TRUE(t.on_moved(channel_kind::sharded, "s").empty()) << "not being subscribed";
+  actions a3;
+  t.add(channel_kind::sharded, "s", a3);
+  EXPECT_EQ(a3.subscribe, (keys{{channel_kind::sharded, "s"}})) << "a new listener subscribes";
+}
+
 TEST(channel_table, listener_ids_are_unique_across_channels) {
   channel_table t;
   actions a;
