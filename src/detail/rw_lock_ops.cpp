@@ -135,9 +135,11 @@ void rw_lock_service::acquire(rw_acquire_request req, done_flag done) {
               }
               out.success = !out.ec && r.value.is_nil();
               if (out.success) *sent_at = r.sent_at;
-              if (!out.ec && !out.success && r.value.integer() > 0) {
-                // Free by then at the latest, announced or not.
-                out.retry_in = std::chrono::milliseconds(r.value.integer());
+              if (!out.ec && !out.success && r.value.integer() >= 0) {
+                // Free by then at the latest, announced or not. A PTTL of 0 is a key in its
+                // last millisecond: try again in one (without a retry, a silent holder's
+                // expiry would be noticed only at the wait's deadline).
+                out.retry_in = std::chrono::milliseconds(std::max<long long>(r.value.integer(), 1));
               }
               if (out.success || unknown) {
                 // Best effort: nobody waits for it.
