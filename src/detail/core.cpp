@@ -616,18 +616,18 @@ void core::resubscribe_moved(const std::string& refusal, channel_kind kind,
   } else {
     cluster_->scan_soon();
   }
-  subscribe(
-      kind, channel, channel, [listener](const pubsub_event& ev) { (*listener)(ev); },
-      clock::now() + cfg_.subscription_timeout,
-      [listener, channel, finish = std::move(finish)](std::error_code ec, subscription there) {
-        finish(ec, std::move(there));
-        if (!ec) {
-          pubsub_event ev;
-          ev.what = pubsub_event::kind::resubscribed;
-          ev.channel = channel;
-          (*listener)(ev);
-        }
-      });
+  pubsub_listener forward = [listener](const pubsub_event& ev) { (*listener)(ev); };
+  subscribe(kind, channel, channel, std::move(forward), clock::now() + cfg_.subscription_timeout,
+            [listener = std::move(listener), channel, finish = std::move(finish)](
+                std::error_code ec, subscription there) {
+              finish(ec, std::move(there));
+              if (!ec) {
+                pubsub_event ev;
+                ev.what = pubsub_event::kind::resubscribed;
+                ev.channel = channel;
+                (*listener)(ev);
+              }
+            });
 }
 
 void core::wake_sleepers() {
