@@ -363,11 +363,4 @@ connection_status cluster_router::status() const {
   return out;  // the first scan is under way
 }
 
-std::size_t cluster_router::masters() const {
-  std::shared_lock lk(mu_);
-  std::set<const node*> seen(slots_.begin(), slots_.end());
-  seen.erase(nullptr);
-  return seen.size();
-}
-
 }  // namespace rlock::detail

@@ -236,8 +236,6 @@ core::core(config cfg, const std::vector<const script*>& scripts)
       opts.scripts.push_back(text);
       sharded_twins_.emplace(s, std::make_unique<script>(std::move(text)));
     }
-  }
-  if (!seeds.empty()) {
     cluster_ = std::make_shared<cluster_router>(
         io_, cluster_router::options{
                  .node = opts,
@@ -663,7 +661,6 @@ void core::subscribe(channel_kind kind, std::string channel, std::string_view ro
   // hash tag of its own: its channel wraps the name in braces again).
   const bool sharded = cluster_ && cluster_->sharded();
   if (sharded) kind = channel_kind::sharded;
-  if (cluster_ && !sharded && kind == channel_kind::sharded) kind = channel_kind::classic;
   const std::string_view by = sharded ? std::string_view(channel) : route_key;
   // The subscriber is chosen by the key, so that all channels of one object share a
   // connection and their messages arrive in the order they were published.
