@@ -193,24 +193,16 @@ void watchdog::schedule_locked(std::vector<due_hold> due, clock::time_point now,
   // their most urgent hold. In Cluster mode one script's keys must share a slot: a batch then
   // takes the most urgent holds of one slot.
   std::vector<std::vector<std::size_t>> cuts;
-  if (by_slot_) {
-    std::unordered_map<std::uint16_t, std::size_t> open;  // slot -> its batch being filled
-    for (std::size_t j = 0; j < due.size(); ++j) {
-      const std::uint16_t slot = key_slot(due[j].h->key);
-      auto it = open.find(slot);
-      if (it == open.end() || cuts[it->second].size() >= batch_size_) {
-        cuts.emplace_back();
-        it = open.insert_or_assign(slot, cuts.size() - 1).first;
-      }
-      cuts[it->second].push_back(j);
+  std::unordered_map<std::uint16_t, std::size_t> open;  // slot -> its batch being filled
+  for (std::size_t j = 0; j < due.size(); ++j) {
+    // Outside Cluster mode every hold counts as slot 0: batches of batch_size_ in order.
+    const std::uint16_t slot = by_slot_ ? key_slot(due[j].h->key) : 0;
+    auto it = open.find(slot);
+    if (it == open.end() || cuts[it->second].size() >= batch_size_) {
+      cuts.emplace_back();
+      it = open.insert_or_assign(slot, cuts.size() - 1).first;
     }
-  } else {
-    for (std::size_t first = 0; first < due.size(); first += batch_size_) {
-      std::vector<std::size_t>& cut = cuts.emplace_back();
-      for (std::size_t j = first; j < std::min(due.size(), first + batch_size_); ++j) {
-        cut.push_back(j);
-      }
-    }
+    cuts[it->second].push_back(j);
   }
   const std::size_t batches = cuts.size();
   const auto step = spread / static_cast<clock::rep>(batches);
