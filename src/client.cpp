@@ -84,6 +84,10 @@ reentrant_lock client::get_lock(std::string name) const {
   return reentrant_lock(locks_, std::move(name));
 }
 
+reentrant_lock client::get_spin_lock(std::string name, spin_backoff backoff) const {
+  return reentrant_lock(locks_, std::move(name), backoff);
+}
+
 fenced_lock client::get_fenced_lock(std::string name) const {
   return fenced_lock(get_lock(std::move(name)));
 }

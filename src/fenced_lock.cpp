@@ -98,7 +98,7 @@ std::optional<fencing_token> fenced_lock::acquire(const acquire_options& opts) {
   std::string why;  // written before the callback runs, read after take()
   acquire_options o = opts;
   o.error_detail = &why;
-  detail::blocking_plan plan(lock_.spin());
+  detail::blocking_plan plan(lock_.blocking_spin());
   start_acquire(
       this_thread_owner_id(), std::move(o),
       [&w](std::error_code ec, std::optional<fencing_token> t) {
@@ -144,7 +144,7 @@ fencing_token fenced_lock::token() {
   lock_.check_blocking_allowed();
   detail::blocking_result<std::pair<std::error_code, fencing_token>> w;
   start_token([&w](std::error_code ec, fencing_token t) { w.set({ec, t}); });
-  auto [ec, t] = w.take(lock_.spin());
+  auto [ec, t] = w.take(lock_.blocking_spin());
   throw_if(ec, "token of '" + name() + "'");
   return t;
 }

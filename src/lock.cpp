@@ -45,11 +45,23 @@ reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::s
       name_(std::move(name)),
       key_(detail::checked_key(*svc_->engine(), name_, "lock", max_name_size)) {}
 
+reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name,
+                               spin_backoff backoff)
+    : reentrant_lock(std::move(svc), std::move(name)) {
+  if (backoff.initial_delay < std::chrono::milliseconds(1) ||
+      backoff.max_delay < backoff.initial_delay || backoff.multiplier < 1) {
+    throw error(errc::invalid_argument,
+                "spin_backoff: initial_delay must be at least 1 ms, max_delay at least "
+                "initial_delay, multiplier at least 1");
+  }
+  spin_ = backoff;
+}
+
 asio::io_context::executor_type reentrant_lock::executor() const {
   return svc_->engine()->io().get_executor();
 }
 
-std::chrono::microseconds reentrant_lock::spin() const {
+std::chrono::microseconds reentrant_lock::blocking_spin() const {
   return svc_->engine()->cfg().blocking_spin;
 }
 
@@ -80,6 +92,7 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   }
   r.stop = std::move(o.stop);
   r.error_detail = o.error_detail;
+  r.spin = spin_;
   // A posted call's reply is read by the I/O thread, which runs its completion too: a polling
   // caller that read it would handle this lock's state on its own core (blocking.hpp).
   r.completes_on_caller = mode == detail::call_mode::blocking_on_caller;
@@ -97,14 +110,14 @@ void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb, std::st
                                   detail::call_mode mode) {
   if (mode == detail::call_mode::blocking_posted) {
     detail::post_or_complete_closed(
-        svc_->engine()->io(),
-        [svc = svc_, key = key_, owner, cb = std::move(cb), error_detail]() mutable {
+        svc_->engine()->io(), [svc = svc_, key = key_, owner, spin = spin_.has_value(),
+                               cb = std::move(cb), error_detail]() mutable {
           // Completed where its reply is read, the I/O thread (as a posted acquire).
-          svc->unlock(key, owner, std::move(cb), error_detail, false);
+          svc->unlock(key, owner, spin, std::move(cb), error_detail, false);
         });
     return;
   }
-  svc_->unlock(key_, owner, std::move(cb), error_detail,
+  svc_->unlock(key_, owner, spin_.has_value(), std::move(cb), error_detail,
                mode == detail::call_mode::blocking_on_caller);
 }
 
@@ -172,7 +185,7 @@ bool reentrant_lock::acquire(const acquire_options& opts) {
   std::string why;  // written before the callback runs, read after take()
   acquire_options o = opts;
   o.error_detail = &why;
-  detail::blocking_plan plan(spin());
+  detail::blocking_plan plan(blocking_spin());
   start_acquire(
       this_thread_owner_id(), std::move(o),
       [&w](std::error_code ec, bool ok) {
@@ -228,7 +241,7 @@ std::error_code reentrant_lock::release(std::string* why) noexcept {
   // blocking API (a blocking acquire there is refused), so there is nothing to release either.
   if (svc_->engine()->on_io_thread()) return make_error_code(errc::invalid_argument);
   detail::blocking_result<std::error_code> w;
-  detail::blocking_plan plan(spin());
+  detail::blocking_plan plan(blocking_spin());
   start_unlock(
       this_thread_owner_id(), [&w](std::error_code ec) { w.set(ec); }, why, plan.mode());
   return w.take(plan, &detail::connection::poll_replies_of_this_thread);
@@ -259,7 +272,7 @@ bool reentrant_lock::force_unlock() {
   detail::blocking_result<acquire_result> w;
   std::string why;
   start_force_unlock([&w](std::error_code ec, bool existed) { w.set({ec, existed}); }, &why);
-  auto r = w.take(spin());
+  auto r = w.take(blocking_spin());
   throw_if(r.ec, detail::context_with("force_unlock '" + name_ + "'", why));
   return r.acquired;
 }
@@ -268,7 +281,7 @@ bool reentrant_lock::is_locked() {
   check_blocking_allowed();
   detail::blocking_result<acquire_result> w;
   start_is_locked([&w](std::error_code ec, bool v) { w.set({ec, v}); });
-  auto r = w.take(spin());
+  auto r = w.take(blocking_spin());
   throw_if(r.ec, "is_locked '" + name_ + "'");
   return r.acquired;
 }
@@ -281,7 +294,7 @@ bool reentrant_lock::is_held_by_thread(std::uint64_t owner_id) {
   check_blocking_allowed();
   detail::blocking_result<std::pair<std::error_code, long long>> w;
   start_hold_count(owner_id, [&w](std::error_code ec, long long n) { w.set({ec, n}); });
-  auto [ec, n] = w.take(spin());
+  auto [ec, n] = w.take(blocking_spin());
   throw_if(ec, "is_held_by_thread '" + name_ + "'");
   return n > 0;
 }
@@ -292,7 +305,7 @@ long long reentrant_lock::hold_count() {
   start_hold_count(this_thread_owner_id(), [&w](std::error_code ec, long long n) {
     w.set({ec, n});
   });
-  auto [ec, n] = w.take(spin());
+  auto [ec, n] = w.take(blocking_spin());
   throw_if(ec, "hold_count '" + name_ + "'");
   return n;
 }
@@ -301,7 +314,7 @@ std::chrono::milliseconds reentrant_lock::remain_time_to_live() {
   check_blocking_allowed();
   detail::blocking_result<std::pair<std::error_code, milliseconds>> w;
   start_ttl([&w](std::error_code ec, milliseconds v) { w.set({ec, v}); });
-  auto [ec, v] = w.take(spin());
+  auto [ec, v] = w.take(blocking_spin());
   throw_if(ec, "remain_time_to_live '" + name_ + "'");
   return v;
 }

@@ -345,7 +345,7 @@ void multi_lock::unlock(std::error_code& ec) noexcept {
     check_blocking_allowed();
     detail::blocking_result<std::error_code> w;
     start_unlock(this_thread_owner_id(), [&w](std::error_code code) { w.set(code); });
-    ec = w.take(state_->members.front().spin());
+    ec = w.take(state_->members.front().blocking_spin());
   } catch (const std::system_error& e) {
     ec = e.code();
   } catch (...) {
@@ -364,7 +364,7 @@ bool multi_lock::acquire(const acquire_options& opts) {
   start_acquire(this_thread_owner_id(), opts, {}, [&w](std::error_code ec, bool held) {
     w.set({ec, held, {}});
   });
-  auto r = w.take(state_->members.front().spin());
+  auto r = w.take(state_->members.front().blocking_spin());
   throw_if(r.ec, "multi_lock of " + std::to_string(size()) + " locks");
   return r.value;
 }

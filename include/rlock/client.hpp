@@ -38,6 +38,7 @@
 #include "rlock/reply.hpp"
 #include "rlock/script.hpp"
 #include "rlock/semaphore.hpp"
+#include "rlock/spin_lock.hpp"
 
 namespace rlock {
 
@@ -118,6 +119,11 @@ class client {
   /// The fenced lock named `name` (Redisson's getFencedLock): the reentrant lock of that name,
   /// whose acquires also return a fencing token (fenced_lock.hpp). Same name rules as get_lock.
   fenced_lock get_fenced_lock(std::string name) const;
+  /// The spin lock named `name` (Redisson's getSpinLock; spin_lock.hpp): the reentrant lock of
+  /// that name whose waiters poll with `backoff` instead of subscribing and whose release
+  /// publishes nothing. Same name rules as get_lock; throws errc::invalid_argument for an
+  /// invalid backoff.
+  reentrant_lock get_spin_lock(std::string name, spin_backoff backoff = {}) const;
   /// The semaphore named `name` (Redisson's getSemaphore; semaphore.hpp). Throws
   /// errc::invalid_argument for an empty name or one longer than semaphore::max_name_size once
   /// mapped.

@@ -12,7 +12,8 @@
 // rlock waiters also join "rlock_queue:{<name>}" and are handed the lock on their process's
 // "rlock_handoff:{<name>}:<client-uuid>"; they listen on the Redisson channel only while the
 // holder is a client that does not hand over (its client uuid is not version 8: Java Redisson,
-// or rlock with the queue off).
+// or rlock with the queue off). A spin lock (client::get_spin_lock, spin_lock.hpp) is a
+// reentrant_lock on the same hash whose waiters poll and whose release publishes nothing.
 //
 // Ownership: a hold belongs to an owner id within its client. The blocking API uses the calling
 // thread's id (like Redisson's thread id), so std::lock_guard, std::unique_lock and
@@ -131,6 +132,7 @@
 #include "rlock/detail/handler_dispatch.hpp"
 #include "rlock/detail/saturating_duration.hpp"
 #include "rlock/error.hpp"
+#include "rlock/spin_lock.hpp"
 
 namespace rlock {
 
@@ -179,10 +181,15 @@ class reentrant_lock {
 
   /// Made by client::get_lock(). Cheap to copy; copies refer to the same lock.
   reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name);
+  /// Made by client::get_spin_lock(): a spin lock (spin_lock.hpp) on the same kind of key.
+  /// Throws errc::invalid_argument for a backoff spin_lock.hpp calls invalid.
+  reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name, spin_backoff backoff);
 
   /// The name as given; the key is the name through config::name_mapper.
   const std::string& name() const { return name_; }
   const std::string& key() const { return key_; }
+  /// A spin lock's backoff (client::get_spin_lock); nullopt for a lock that waits on its channel.
+  const std::optional<spin_backoff>& spin() const { return spin_; }
 
   // ---- blocking API (owner: the calling thread) ----
 
@@ -429,11 +436,12 @@ class reentrant_lock {
   void check_blocking_allowed() const;
   /// The blocking release behind unlock(), unlock(ec) and unlock_or_throw().
   std::error_code release(std::string* why) noexcept;
-  std::chrono::microseconds spin() const;
+  std::chrono::microseconds blocking_spin() const;
 
   std::shared_ptr<detail::lock_service> svc_;
   std::string name_;
   std::string key_;
+  std::optional<spin_backoff> spin_;
 };
 
 /// The reentrant lock. (A class cannot have a member function named like itself, so the class

@@ -42,6 +42,12 @@ acquire_fsm::action acquire_fsm::wait_for_ttl(time_point now) {
   return a;
 }
 
+acquire_fsm::action acquire_fsm::spin_wait(time_point now) {
+  action a = wait_for_ttl(now);
+  a.until = std::min(a.until, now + delays_->next());
+  return a;
+}
+
 acquire_fsm::action acquire_fsm::start(time_point now, bool head, channels subscribed) {
   subscribed_ = subscribed;
   if (head || p_.single_attempt || turn_pending_) return attempt(now);
@@ -106,6 +112,11 @@ acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
   answered_ = true;
   if (stop_pending_) return finish(make_error_code(errc::stopped), false);
   if (p_.single_attempt || now >= p_.deadline) return finish({}, false);
+  if (delays_) {
+    // A release of this process arrived meanwhile: it may postdate the attempt's view.
+    if (woken_during_attempt_) return attempt(now);
+    return spin_wait(now);
+  }
   needed_ = r.holder_hands_off ? channels::handoff : channels::all;
   if (subscribed_ < needed_) return subscribe(now);
   // The channels became subscribed while this attempt was in flight, or an unlock message

@@ -21,12 +21,20 @@
 //     if that reply says "acquired", the result asks the caller to release the lock;
 //   - a hand-off (queued mode) completes the acquire in any waiting state;
 //   - a re-entry refused because its owner's hold is gone is tried again at once, once, as a
-//     fresh acquire, within the deadline (a single-attempt acquire too).
+//     fresh acquire, within the deadline (a single-attempt acquire too);
+//   - spin mode (a spin lock, params::spin): never subscribes; after each failed attempt it
+//     sleeps the next spin_delays step, cut short by the TTL the attempt saw (+1 ms) and by the
+//     deadline; a wake-up (a local release) during a sleep or an attempt re-tries as in the
+//     other modes.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <system_error>
+
+#include "detail/spin_delays.hpp"
+#include "rlock/spin_lock.hpp"
 
 namespace rlock::detail {
 
@@ -39,6 +47,9 @@ class acquire_fsm {
     time_point deadline = time_point::max();  ///< max: wait forever (lock())
     bool single_attempt = false;              ///< try_lock(): one attempt, never waits
     std::chrono::milliseconds subscription_timeout{7500};
+    /// Spin mode: waits by sleeping these steps instead of subscribing.
+    std::optional<spin_backoff> spin;
+    std::uint64_t spin_seed = 0;  ///< the jitter's seed (spin mode)
   };
 
   /// The channels a waiter listens on, in increasing order. `handoff`: its process's hand-off
@@ -76,7 +87,12 @@ class acquire_fsm {
     bool hold_gone = false;
   };
 
-  explicit acquire_fsm(params p) : p_(p) {}
+  explicit acquire_fsm(params p) : p_(p) {
+    if (p_.spin) {
+      delays_.emplace(*p_.spin, p_.spin_seed);
+      needed_ = channels::none;
+    }
+  }
 
   /// Starts. `head`: this waiter may contend now (else it is queued behind a local waiter).
   /// `subscribed`: the channels of this lock already subscribed in this process.
@@ -116,6 +132,7 @@ class acquire_fsm {
   action attempt(time_point now);
   action finish(std::error_code ec, bool acquired, bool release = false);
   action wait_for_ttl(time_point now);
+  action spin_wait(time_point now);
   action subscribe(time_point now);
 
   params p_;
@@ -132,6 +149,7 @@ class acquire_fsm {
   bool answered_ = false;       // an attempt's reply said the lock is held by another
   bool retried_fresh_ = false;  // a refused re-entry was tried again as a fresh acquire
   int attempts_ = 0;
+  std::optional<spin_delays> delays_;  // spin mode
 };
 
 }  // namespace rlock::detail

@@ -38,15 +38,19 @@ void lock_service::send_unlock(unlock_request r, exec_callback done) {
   opts.close_unknown = true;
   opts.fence = std::move(r.fence);
   opts.completes_on_caller = r.completes_on_caller;
-  const bool queued = cfg.lock_queue;
+  const bool queued = cfg.lock_queue && !r.spin;
   const std::string queue = queued ? queue_key(r.raw_name) : std::string();
   const std::vector<std::string> spent = spent_latches_.take(r.raw_name);
-  const auto keys = queued ? with_spent({r.raw_name, r.channel, latch, queue}, spent)
-                           : with_spent({r.raw_name, r.channel, latch}, spent);
+  const auto keys = r.spin   ? with_spent({r.raw_name, latch}, spent)
+                    : queued ? with_spent({r.raw_name, r.channel, latch, queue}, spent)
+                             : with_spent({r.raw_name, r.channel, latch}, spent);
+  const script& s = r.spin   ? spin_lock_unlock_script()
+                    : queued ? lock_unlock_queued_script()
+                             : lock_unlock_script();
   // ARGV[4], the expected count, only when there is one (any count without it).
   const std::string_view args_all[] = {lease_s, r.owner, latch_ttl, r.expected};
   const std::span<const std::string_view> args(args_all, r.expected.empty() ? 3 : 4);
-  core_->eval(queued ? lock_unlock_queued_script() : lock_unlock_script(), keys, args, opts,
+  core_->eval(s, keys, args, opts,
               [self = shared_from_this(), raw_name = r.raw_name, latch,
                sent_before = r.latch_sent_before, done = std::move(done)](exec_result res) {
                 // Answered, and no earlier attempt can still run: nothing will read the latch
@@ -110,8 +114,20 @@ clock::time_point lock_service::valid_until(const std::string& raw_name, std::ui
   return id == 0 ? clock::time_point::min() : watchdog_->valid_until(id);
 }
 
-void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done,
-                          std::string* error_detail, bool completes_on_caller, bool was_parked) {
+void lock_service::wake_local_head(const std::string& raw_name) {
+  std::shared_ptr<op> head;
+  {
+    std::lock_guard lk(mu_);
+    auto it = entries_.find(raw_name);
+    if (it == entries_.end() || it->second.queue.empty()) return;
+    head = it->second.queue.front();
+  }
+  step(head, [](acquire_fsm& f) { return f.on_wake(clock::now()); });
+}
+
+void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, bool spin,
+                          unlock_callback done, std::string* error_detail, bool completes_on_caller,
+                          bool was_parked) {
   std::chrono::milliseconds lease = core_->cfg().lock_watchdog_timeout;
   // Set when this unlock cancelled the hold's renewal.
   bool renewal_cancelled = false;
@@ -129,10 +145,10 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
       // unlocks_after_undo_. Bounded by the undo's own retries, or the re-entry's (which is
       // never queued; refused, it drops the hold and lets the unlock go: not_owner). After
       // shutdown() by the client's close, which completes every request.
-      unlocks_after_undo_[key].push_back([self = shared_from_this(), raw_name, owner_id,
+      unlocks_after_undo_[key].push_back([self = shared_from_this(), raw_name, owner_id, spin,
                                           error_detail, done = std::move(done)](bool send) mutable {
         if (send) {
-          self->unlock(raw_name, owner_id, std::move(done), error_detail, false, true);
+          self->unlock(raw_name, owner_id, spin, std::move(done), error_detail, false, true);
         } else {
           done(make_error_code(errc::shutdown));
         }
@@ -161,9 +177,10 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
   r.owner = owner_field(owner_id);
   r.lease = lease;
   r.completes_on_caller = completes_on_caller;
+  r.spin = spin;
   send_unlock(
-      std::move(r), [self = shared_from_this(), raw_name, owner_id, renewal_cancelled, error_detail,
-                     lease, sent_at, done = std::move(done)](exec_result res) {
+      std::move(r), [self = shared_from_this(), raw_name, owner_id, spin, renewal_cancelled,
+                     error_detail, lease, sent_at, done = std::move(done)](exec_result res) {
         const unlock_outcome outcome = decode_unlock(res);
         std::error_code ec = outcome.ec;
         if (ec && error_detail != nullptr) *error_detail = res.detail;
@@ -221,9 +238,10 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, u
         if (signal_loss) lost.request_stop();
         if (again) {
           // A copy: `done` is const in this lambda.
-          self->unlock(raw_name, owner_id, done, error_detail, false);
+          self->unlock(raw_name, owner_id, spin, done, error_detail, false);
           return;
         }
+        if (released && spin) self->wake_local_head(raw_name);
         if (not_owner) ec = make_error_code(errc::not_owner);
         done(ec);
       });

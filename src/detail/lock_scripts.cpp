@@ -38,6 +38,11 @@ const script& lock_queue_refresh_script() {
   return s;
 }
 
+const script& spin_lock_unlock_script() {
+  static const script s{std::string(lua::spin_lock_unlock_lua)};
+  return s;
+}
+
 const script& lock_fence_script() {
   static const script s{std::string(lua::lock_fence_lua)};
   return s;
@@ -52,6 +57,7 @@ std::vector<const script*> lock_scripts() {
           &lock_unlock_queued_script(),
           &lock_force_unlock_queued_script(),
           &lock_queue_refresh_script(),
+          &spin_lock_unlock_script(),
           &lock_fence_script()};
 }
 

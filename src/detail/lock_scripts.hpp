@@ -15,6 +15,8 @@ const script& lock_acquire_queued_script();
 const script& lock_unlock_queued_script();
 const script& lock_force_unlock_queued_script();
 const script& lock_queue_refresh_script();
+/// A spin lock's release: lock_unlock without the channel (publishes nothing).
+const script& spin_lock_unlock_script();
 const script& lock_fence_script();
 
 /// Every script above, for SCRIPT LOAD at connect time.

@@ -154,13 +154,17 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
   p.deadline = req.deadline;
   p.single_attempt = req.single_attempt;
   p.subscription_timeout = core_->cfg().subscription_timeout;
+  p.spin = req.spin;
+  const std::uint64_t token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Each acquire's jitter differs: waiters of one name in different processes draw their own.
+  p.spin_seed = token ^ std::hash<std::string>{}(core_->id());
   auto o = std::make_shared<op>(core_->io(), std::move(req), p);
   o->done = std::move(done);
   o->owner = owner_field(o->req.owner_id);
   o->channel = lock_channel(o->req.raw_name);
   o->renew = !o->req.lease.has_value();
   o->lease = o->req.lease.value_or(core_->cfg().lock_watchdog_timeout);
-  o->token = std::to_string(next_token_.fetch_add(1, std::memory_order_relaxed) + 1);
+  o->token = std::to_string(token);
 
   {
     std::lock_guard lk(mu_);
@@ -272,7 +276,8 @@ void lock_service::start(const std::shared_ptr<op>& o) {
       // Queued mode: every waiter joins the Redis queue on arrival (its position is its
       // arrival order), so all of them send their first script. Otherwise only the local head
       // contends.
-      head = core_->cfg().lock_queue || e.queue.empty();
+      // A spin lock's waiter never joins the Redis queue: it contends only as the local head.
+      head = (core_->cfg().lock_queue && !o->req.spin) || e.queue.empty();
       e.queue.push_back(o);
       o->queued = true;
       if (e.linger) e.linger->cancel();
@@ -384,7 +389,7 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
       return f.on_reply(clock::now(), answer);
     });
   };
-  if (core_->cfg().lock_queue) {
+  if (core_->cfg().lock_queue && !o->req.spin) {
     const std::string queue = queue_key(o->req.raw_name);
     // A re-entry is never queued: refused, it becomes a fresh acquire, which may be.
     const bool may_queue = !o->req.single_attempt && o->prior_count == 0;

@@ -41,6 +41,9 @@ struct acquire_request {
   /// The request's completions may run on the waiting thread (a blocking acquire reading its
   /// own reply: exec_options::completes_on_caller).
   bool completes_on_caller = false;
+  /// A spin lock's acquire (spin_lock.hpp): waits by sleeping these steps instead of
+  /// subscribing, never joins the wait queue, and its undo publishes nothing.
+  std::optional<spin_backoff> spin;
 };
 
 class lock_service : public std::enable_shared_from_this<lock_service> {
@@ -61,8 +64,9 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// `error_detail`, when given: as acquire_request::error_detail. `completes_on_caller`: as
   /// acquire_request's (a blocking unlock). `was_parked`: sent after waiting behind an undo or
   /// a re-entry of its owner (unlocks_after_undo_); it waits behind an undo again, not behind
-  /// an acquire started since.
-  void unlock(const std::string& raw_name, std::uint64_t owner_id, unlock_callback done,
+  /// an acquire started since. `spin`: a spin lock's release, which publishes nothing (and wakes
+  /// a waiter of this process itself).
+  void unlock(const std::string& raw_name, std::uint64_t owner_id, bool spin, unlock_callback done,
               std::string* error_detail = nullptr, bool completes_on_caller = false,
               bool was_parked = false);
   void force_unlock(const std::string& raw_name, std::function<void(std::error_code, bool)> done,
@@ -120,6 +124,9 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// An unlock message on the Redisson channel, or (`resubscribed`) a channel of the lock was
   /// subscribed again after a reconnection, so that a message may have been missed.
   void on_message(const std::string& raw_name, bool resubscribed);
+  /// A spin lock's release of this process left the lock free, and announced it to nobody: the
+  /// head of the local queue (of either kind) tries at once.
+  void wake_local_head(const std::string& raw_name);
   void on_handoff(const std::string& raw_name, std::string_view payload);
   void arm_refresh_locked(const std::string& raw_name, entry& e);
   void refresh(const std::string& raw_name);
@@ -138,6 +145,7 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     std::string latch;     // shared by every round
     // Where attempts of the acquire, or of earlier rounds, may still run: closed first.
     std::vector<server_client> fence;
+    bool spin = false;               // of a spin lock's acquire: publishes nothing
     clock::time_point hold_gone_by;  // undo_policy.hpp
     int rounds = 0;                  // sent so far
   };
@@ -163,10 +171,13 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     /// Connections to close on the server first (exec_options::fence), where the acquire this
     /// unlock undoes may still run.
     std::vector<server_client> fence;
+    /// A spin lock's release: spin_lock_unlock (no channel, never the queue's script).
+    bool spin = false;
   };
-  /// Sends the unlock script (plain or queued, per config) releasing one hold of `r.owner`, and
-  /// deletes the lock's spent latches. Before `done` runs, the latch goes to spent_latches_ if
-  /// this unlock was answered on its only attempt and no earlier request had it.
+  /// Sends the unlock script (plain or queued, per config; the spin lock's for r.spin) releasing
+  /// one hold of `r.owner`, and deletes the lock's spent latches. Before `done` runs, the latch
+  /// goes to spent_latches_ if this unlock was answered on its only attempt and no earlier request
+  /// had it.
   void send_unlock(unlock_request r, exec_callback done);
   /// Registers a hold with the watchdog (its loss callback reaches on_lost).
   std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,

@@ -1,7 +1,8 @@
 -- unlock_prelude: the release that both unlock scripts share, included where a script says
 -- `--!include unlock_prelude.lua` (cmake/embed_lua.cmake). The including script has KEYS[1] the
 -- lock and KEYS[spent_from..] the spent latches it deletes, ARGV[1] to ARGV[4] as both scripts
--- document them, and defines the locals `channel` (the Redisson channel), `latch` (this
+-- document them, and defines the locals `channel` (the Redisson channel, or false for a spin
+-- lock, whose release publishes nothing), `latch` (this
 -- unlock's latch key) and `quiet` (true when no earlier attempt's latch and no queue can change
 -- what a release does) before the include. Unless the final release took them in its DEL
 -- (spent_deleted), the script deletes the spent latches last: after a write (even a DEL) a
@@ -19,7 +20,9 @@
 -- a single hold.
 if quiet and ARGV[4] == nil and redis.call('hget', KEYS[1], ARGV[2]) == '1' then
   redis.call('del', KEYS[1], unpack(KEYS, spent_from))
-  redis.call('publish', channel, '0')
+  if channel then
+    redis.call('publish', channel, '0')
+  end
   redis.call('set', latch, '1', 'px', ARGV[3])
   return 1
 end
@@ -46,7 +49,9 @@ local function release(on_free)
   if on_free then
     on_free()
   end
-  redis.call('publish', channel, '0')
+  if channel then
+    redis.call('publish', channel, '0')
+  end
   redis.call('set', latch, '1', 'px', ARGV[3])
   return 1
 end

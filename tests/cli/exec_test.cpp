@@ -97,6 +97,34 @@ TEST(cli_exec, fenced_passes_a_rising_token_to_the_command) {
   EXPECT_EQ(server.cli({"EXISTS", "fx"}), "0");
 }
 
+// --spin: the spin lock NAME (the reentrant lock's hash): a waiter polls, gives up at --wait
+// (75), runs once the holder is gone, and nothing is published or subscribed on the way.
+TEST(cli_exec, spin_waits_by_polling_and_publishes_nothing) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process holder = start_holder(server, "spx", held, {"--spin"});
+  EXPECT_EQ(server.cli({"HLEN", "spx"}), "1");
+  const auto busy =
+      run_rlock({"exec", "spx", "--spin", "--wait", "300ms", "--url", server.url(), "--", "true"});
+  EXPECT_EQ(busy.status, 75) << busy.err;
+  // A plain exec of the name is excluded too: one hash.
+  const auto plain =
+      run_rlock({"exec", "spx", "--wait", "0s", "--url", server.url(), "--", "true"});
+  EXPECT_EQ(plain.status, 75) << plain.err;
+  holder.kill(SIGTERM);
+  EXPECT_EQ(exit_status(holder, 10s), 128 + SIGTERM) << holder.error_output();
+  const auto ran = run_rlock(
+      {"exec", "spx", "--spin", "--wait", "5s", "--url", server.url(), "--", "echo", "ran"});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out, "ran\n");
+  EXPECT_EQ(server.cli({"EXISTS", "spx"}), "0");
+  const std::string stats = server.cli({"INFO", "commandstats"});
+  // The plain exec's refused try published nothing either; only --spin runs released.
+  EXPECT_EQ(stats.find("cmdstat_publish:"), std::string::npos) << stats;
+  EXPECT_EQ(stats.find("cmdstat_subscribe:"), std::string::npos) << stats;
+}
+
 // The command does not get rlock's credentials: RLOCK_PASSWORD and an RLOCK_URL holding a
 // password are removed from its environment (before, `rlock exec x -- env` printed both).
 TEST(cli_exec, the_command_gets_no_credentials_from_rlocks_environment) {
@@ -456,9 +484,11 @@ TEST(cli_exec, shared_on_a_reentrant_locks_key_and_mixed_modes_are_refused) {
   EXPECT_EQ(server.cli({"HLEN", "kind"}), "1") << "the reentrant lock's hash is left as it was";
   plain.kill(SIGTERM);
   EXPECT_EQ(exit_status(plain, 10s), 128 + SIGTERM) << plain.error_output();
-  for (const std::vector<std::string>& both : {std::vector<std::string>{"--shared", "--exclusive"},
-                                               std::vector<std::string>{"--shared", "--fenced"},
-                                               std::vector<std::string>{"-x", "--fenced"}}) {
+  for (const std::vector<std::string>& both :
+       {std::vector<std::string>{"--shared", "--exclusive"},
+        std::vector<std::string>{"--shared", "--fenced"},
+        std::vector<std::string>{"-x", "--fenced"}, std::vector<std::string>{"--shared", "--spin"},
+        std::vector<std::string>{"-x", "--spin"}}) {
     std::vector<std::string> args{"exec", "kind", "--url", server.url()};
     args.insert(args.end(), both.begin(), both.end());
     args.insert(args.end(), {"--", "true"});

@@ -3,6 +3,7 @@
 //   lock_worker count URL NAME THREADS ITERATIONS   contend: each thread takes the lock
 //       ITERATIONS times and, inside, increments "<NAME>:counter" with a non-atomic GET then SET
 //       and checks "<NAME>:inside" (INCR must return 1). Prints "acquisitions=A overlaps=O".
+//   lock_worker spin-count URL NAME THREADS ITERATIONS   the same through the spin lock NAME.
 //   lock_worker hold URL NAME WATCHDOG_MS           take the lock with the watchdog, print
 //       "held", then sleep (at most 120 s) until killed.
 //   lock_worker try-hold URL NAME WATCHDOG_MS WAIT_MS   try_lock for WAIT_MS under the watchdog:
@@ -153,7 +154,8 @@ int main(int argc, char** argv) try {
     std::printf("acquisitions=%d overlaps=%d\n", acquisitions, overlaps);
     return overlaps == 0 ? 0 : 1;
   }
-  if (mode == "count" && argc == 6) {
+  if ((mode == "count" || mode == "spin-count") && argc == 6) {
+    const bool spin = mode == "spin-count";
     const int threads = std::stoi(argv[4]);
     const int iterations = std::stoi(argv[5]);
     rlock::client c(cfg);
@@ -162,7 +164,7 @@ int main(int argc, char** argv) try {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&] {
-        auto l = c.get_lock(name);
+        auto l = spin ? c.get_spin_lock(name) : c.get_lock(name);
         for (int i = 0; i < iterations; ++i) {
           std::lock_guard guard(l);
           if (c.execute({"INCR", name + ":inside"}).integer() != 1) ++overlaps;

@@ -62,6 +62,10 @@ constexpr const char* exec_footer =
     "per name: a plain `rlock exec NAME` (the reentrant lock) waits while a read-write lock\n"
     "NAME is held, and --shared/--exclusive on a reentrant lock's key exit 65, leaving it.\n"
     "\n"
+    "--spin takes the same reentrant lock NAME as a spin lock: the wait polls (1, 2, 4, ...\n"
+    "up to 128 ms, never past the holder's TTL) and the release publishes nothing, so waiters\n"
+    "of a plain `rlock exec NAME` are not woken by it (they retry when the TTL they saw ends).\n"
+    "\n"
     "Exit status: the command's (128+N if it died of signal N); 75 not acquired within --wait;\n"
     "76 lock lost; 126 command not executable; 127 command not found; 64 usage; 65 the key is\n"
     "not a lock; 66 a password or TLS file cannot be read; 69 server unavailable; 70 other\n"
@@ -148,8 +152,11 @@ CLI::App* add_exec_command(CLI::App& app, exec_options& opts) {
   auto* exclusive = sub->add_flag("-x,--exclusive", opts.exclusive,
                                   "Take the write half of the read-write lock NAME: alone, "
                                   "excluding --shared and --exclusive holders");
-  shared->excludes(exclusive)->excludes(fenced);
-  exclusive->excludes(shared)->excludes(fenced);
+  auto* spin = sub->add_flag("--spin", opts.spin,
+                             "Take the spin lock NAME (Redisson's RSpinLock): wait by polling "
+                             "(1 ms doubling to 128 ms), release without publishing");
+  shared->excludes(exclusive)->excludes(fenced)->excludes(spin);
+  exclusive->excludes(shared)->excludes(fenced)->excludes(spin);
   sub->add_flag("-v,--verbose", opts.verbose,
                 "Report progress on stderr also when it is not a terminal");
   add_connection_options(*sub, opts.connection);
@@ -173,10 +180,11 @@ int run_exec(const exec_options& o) {
   // ever read from the descriptor.
   signal_channel signals{SIGINT, SIGTERM, SIGHUP, SIGCHLD};
   rlock::client client = connect_checked(cfg, &signals);
-  const exec_lock lock = o.shared || o.exclusive
-                             ? exec_lock_of(client.get_read_write_lock(o.name),
-                                            o.shared ? rlock::rw_mode::read : rlock::rw_mode::write)
-                             : exec_lock_of(client.get_lock(o.name), o.fenced);
+  const exec_lock lock =
+      o.shared || o.exclusive
+          ? exec_lock_of(client.get_read_write_lock(o.name),
+                         o.shared ? rlock::rw_mode::read : rlock::rw_mode::write)
+          : exec_lock_of(o.spin ? client.get_spin_lock(o.name) : client.get_lock(o.name), o.fenced);
   const std::uint64_t owner = rlock::this_thread_owner_id();
 
   status_line line(progress_mode_for(o.verbose));

@@ -39,6 +39,8 @@ struct exec_options {
   bool verbose = false;
   /// Acquire as a fenced lock and pass the token in RLOCK_TOKEN.
   bool fenced = false;
+  /// Take the spin lock NAME: wait by polling, release without publishing.
+  bool spin = false;
   /// Take the read half (shared) or the write half (exclusive) of the read-write lock NAME
   /// instead of the reentrant lock NAME.
   bool shared = false;
