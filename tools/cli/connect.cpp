@@ -34,14 +34,17 @@ std::string own_text(const rlock::error& e) {
 }
 
 /// A hint when a failure looks like a client speaking the other protocol than the port: a TLS
-/// port resets a plaintext client right after its first command, and a plaintext port answers
-/// a TLS handshake with an error line (OpenSSL: "wrong version number") or, Redis waiting for
-/// the end of a command line that never comes, not at all: the handshake times out.
+/// port resets or closes a plaintext client right after its first command, and a plaintext port
+/// answers a TLS handshake with an error line (OpenSSL: "wrong version number") or, Redis waiting
+/// for the end of a command line that never comes, not at all: the handshake times out.
 std::string scheme_hint(const rlock::server_address& address, const std::string& why) {
   using scheme = rlock::server_address::scheme;
   const auto says = [&why](const char* text) { return why.find(text) != std::string::npos; };
+  // The close is reported as "server closed the connection" when the client's reader saw it
+  // (the common case under load), as the socket's "End of file" when the setup's write did.
   if (address.kind == scheme::redis &&
-      (says("reset by peer") || says("End of file") || says("end of file"))) {
+      (says("reset by peer") || says("End of file") || says("end of file") ||
+       says("server closed the connection"))) {
     return "; is this a TLS port? use rediss://";
   }
   if (address.kind == scheme::rediss &&
