@@ -7,6 +7,7 @@
 #include "detail/connection.hpp"
 #include "detail/core.hpp"
 #include "detail/countdown_latch_ops.hpp"
+#include "detail/expirable_semaphore_ops.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/resp.hpp"
@@ -49,6 +50,7 @@ namespace {
 std::vector<const script*> every_script() {
   std::vector<const script*> all = detail::lock_scripts();
   for (const script* s : detail::semaphore_scripts()) all.push_back(s);
+  for (const script* s : detail::expirable_semaphore_scripts()) all.push_back(s);
   for (const script* s : detail::countdown_latch_scripts()) all.push_back(s);
   for (const script* s : detail::rw_lock_scripts()) all.push_back(s);
   return all;
@@ -60,6 +62,7 @@ client::client(config cfg)
     : core_(std::make_shared<detail::core>(std::move(cfg), every_script())),
       locks_(std::make_shared<detail::lock_service>(core_)),
       semaphores_(std::make_shared<detail::semaphore_service>(core_)),
+      expirable_semaphores_(std::make_shared<detail::expirable_semaphore_service>(core_)),
       latches_(std::make_shared<detail::countdown_latch_service>(core_)),
       rw_locks_(std::make_shared<detail::rw_lock_service>(core_)) {}
 
@@ -74,6 +77,7 @@ client& client::operator=(client&& o) noexcept {
     core_ = std::move(o.core_);
     locks_ = std::move(o.locks_);
     semaphores_ = std::move(o.semaphores_);
+    expirable_semaphores_ = std::move(o.expirable_semaphores_);
     latches_ = std::move(o.latches_);
     rw_locks_ = std::move(o.rw_locks_);
   }
@@ -94,6 +98,10 @@ fenced_lock client::get_fenced_lock(std::string name) const {
 
 semaphore client::get_semaphore(std::string name) const {
   return semaphore(semaphores_, std::move(name));
+}
+
+permit_expirable_semaphore client::get_permit_expirable_semaphore(std::string name) const {
+  return permit_expirable_semaphore(expirable_semaphores_, std::move(name));
 }
 
 countdown_latch client::get_countdown_latch(std::string name) const {
@@ -128,6 +136,7 @@ connection_status client::status() const {
 
 void client::shutdown() {
   if (semaphores_) semaphores_->shutdown();
+  if (expirable_semaphores_) expirable_semaphores_->shutdown();
   if (latches_) latches_->shutdown();
   if (rw_locks_) rw_locks_->shutdown();
   if (locks_) locks_->shutdown();

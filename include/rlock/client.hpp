@@ -34,6 +34,7 @@
 #include "rlock/fenced_lock.hpp"
 #include "rlock/lock.hpp"
 #include "rlock/multi_lock.hpp"
+#include "rlock/permit_expirable_semaphore.hpp"
 #include "rlock/read_write_lock.hpp"
 #include "rlock/reply.hpp"
 #include "rlock/script.hpp"
@@ -46,6 +47,7 @@ namespace detail {
 class core;
 class lock_service;
 class semaphore_service;
+class expirable_semaphore_service;
 class rw_lock_service;
 class countdown_latch_service;
 }  // namespace detail
@@ -128,6 +130,9 @@ class client {
   /// errc::invalid_argument for an empty name or one longer than semaphore::max_name_size once
   /// mapped.
   semaphore get_semaphore(std::string name) const;
+  /// The permit-expirable semaphore named `name` (Redisson's getPermitExpirableSemaphore;
+  /// permit_expirable_semaphore.hpp). Same name rules as get_semaphore.
+  permit_expirable_semaphore get_permit_expirable_semaphore(std::string name) const;
   /// The countdown latch named `name` (Redisson's getCountDownLatch; countdown_latch.hpp). Same
   /// name rules as get_semaphore.
   countdown_latch get_countdown_latch(std::string name) const;
@@ -220,6 +225,7 @@ class client {
   std::shared_ptr<detail::core> core_;
   std::shared_ptr<detail::lock_service> locks_;
   std::shared_ptr<detail::semaphore_service> semaphores_;
+  std::shared_ptr<detail::expirable_semaphore_service> expirable_semaphores_;
   std::shared_ptr<detail::countdown_latch_service> latches_;
   std::shared_ptr<detail::rw_lock_service> rw_locks_;
 };

@@ -32,6 +32,7 @@ config cluster_config(const redis_cluster& cluster) {
 std::vector<std::string> one_name_per_master(const redis_cluster& cluster, int masters,
                                              const std::string& prefix) {
   std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(masters));
   for (int m = 0; m < masters; ++m) {
     out.push_back(
         names_served_by(cluster, cluster.master(m), prefix + std::to_string(m) + "-", 1).front());
@@ -95,6 +96,22 @@ TEST(cluster, every_object_lives_on_the_master_of_its_slot) {
     rw.lock_shared();
     EXPECT_EQ(cluster.owner_of(names[m] + "-rw").cli({"HGET", names[m] + "-rw", "mode"}), "read");
     rw.unlock_shared();
+
+    auto spin = c.get_spin_lock(names[m] + "-spin");
+    ASSERT_TRUE(spin.try_lock(5s, 30s));
+    EXPECT_EQ(cluster.owner_of(names[m] + "-spin").cli({"HLEN", names[m] + "-spin"}), "1");
+    spin.unlock_or_throw();
+
+    // The count and the lease set ("{<name>}:timeout") share the name's slot.
+    const std::string pes_name = names[m] + "-pes";
+    auto pes = c.get_permit_expirable_semaphore(pes_name);
+    ASSERT_TRUE(pes.try_set_permits(1));
+    const auto id = pes.try_acquire(10s);
+    ASSERT_TRUE(id.has_value());
+    EXPECT_FALSE(pes.try_acquire(10s));
+    EXPECT_EQ(cluster.owner_of(pes_name).cli({"ZCARD", "{" + pes_name + "}:timeout"}), "1");
+    EXPECT_TRUE(pes.try_release(*id));
+    EXPECT_EQ(cluster.owner_of(pes_name).cli({"GET", pes_name}), "1");
   }
   EXPECT_TRUE(c.status().connected) << c.status().detail;
   // A name with a '{' but no hash tag: its keys would fall in different slots.
@@ -124,6 +141,26 @@ TEST(cluster, a_waiter_is_woken_by_a_release_on_another_clients_connection) {
     EXPECT_TRUE(got.get());
     // Woken by the hand-off's message, not by the lease's end.
     EXPECT_LT(ms_since(released), 10000);
+
+    // A permit-expirable semaphore's waiter hears the release (sharded: SPUBLISH from the
+    // script's twin); the permit held never expires, so no retry at a lease's end wakes it.
+    auto pes = holder.get_permit_expirable_semaphore(name + "-pes");
+    ASSERT_TRUE(pes.try_set_permits(1));
+    const auto id = pes.try_acquire();
+    ASSERT_TRUE(id.has_value());
+    auto taken = std::async(std::launch::async, [&] {
+      return waiting.get_permit_expirable_semaphore(name + "-pes").try_acquire_for(30s, 10s);
+    });
+    redis_server& pes_owner = cluster.owner_of(name + "-pes");
+    ASSERT_TRUE(wait_until(
+        [&] {
+          const std::string channel = "redisson_sc:{" + name + "-pes}";
+          return pes_owner.cli_reply({"PUBSUB", "SHARDNUMSUB", channel}).elements.at(1).integer ==
+                 1;
+        },
+        10s));
+    pes.release(*id);
+    EXPECT_TRUE(taken.get().has_value());
   }
 }
 

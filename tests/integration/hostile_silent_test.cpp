@@ -54,6 +54,22 @@ TEST_P(hostile_silent, every_call_times_out_within_its_deadline) {
   const outcome released = run_bounded([&] { return sem.release() > 0; });
   EXPECT_EQ(released.ec, errc::timeout) << released.what;
   EXPECT_LT(released.took, retry_budget(cfg).count());
+  // The permit-expirable semaphore's: a waiting acquire by its wait, a release by the retry
+  // budget.
+  auto pes = c.get_permit_expirable_semaphore(std::string(1 << 20, 'p'));
+  const outcome leased = run_bounded([&] { return pes.try_acquire_for(wait, 10s).has_value(); });
+  EXPECT_FALSE(leased.value);
+  EXPECT_EQ(leased.ec, errc::timeout) << leased.what;
+  EXPECT_LT(leased.took, (wait + slack).count());
+  const outcome given_back = run_bounded([&] { return pes.try_release(std::string(32, 'a')); });
+  EXPECT_EQ(given_back.ec, errc::timeout) << given_back.what;
+  EXPECT_LT(given_back.took, retry_budget(cfg).count());
+  // The spin lock's wait, by its wait.
+  auto spin = c.get_spin_lock(std::string(1 << 20, 'q'));
+  const outcome spun = run_bounded([&] { return spin.try_lock(wait); });
+  EXPECT_FALSE(spun.value);
+  EXPECT_EQ(spun.ec, errc::timeout) << spun.what;
+  EXPECT_LT(spun.took, (wait + slack).count());
   // The countdown latch's: a wait by its wait, a count down by the retry budget.
   auto latch = c.get_countdown_latch(std::string(1 << 20, 'l'));
   const outcome awaited = run_bounded([&] { return latch.await_for(wait); });

@@ -56,7 +56,7 @@ TEST(spin_lock, the_same_hash_as_a_reentrant_lock_and_reentrant_through_either) 
   const std::string field = c.id() + ":" + std::to_string(this_thread_owner_id());
   EXPECT_EQ(server.cli({"HGET", "both", field}), "1");
   EXPECT_GT(server.cli_reply({"PTTL", "both"}).integer, 20000);  // the watchdog's lease
-  plain.lock();  // a re-entry of the same hold
+  plain.lock();                                                  // a re-entry of the same hold
   spin.lock();
   EXPECT_EQ(server.cli({"HGET", "both", field}), "3");
   spin.unlock_or_throw();
@@ -182,9 +182,8 @@ TEST(spin_lock, a_stop_request_ends_the_wait_and_leaves_nothing_held) {
   h.lock();
   auto s = waiter.get_spin_lock("stopped");
   std::stop_source stop;
-  auto waiting = std::async(std::launch::async, [&] {
-    return code_of([&] { s.lock(stop.get_token()); });
-  });
+  auto waiting =
+      std::async(std::launch::async, [&] { return code_of([&] { s.lock(stop.get_token()); }); });
   ASSERT_TRUE(wait_until([&] { return evalsha_calls(server) >= 3; }, 2s));
   stop.request_stop();
   EXPECT_EQ(waiting.get(), make_error_code(errc::stopped));
