@@ -268,6 +268,32 @@ TEST(permit_expirable_semaphore, a_stop_request_or_shutdown_ends_the_wait_and_ta
   EXPECT_EQ(server.cli({"EXISTS", "{stop}:timeout"}), "0");
 }
 
+// A try whose outcome is unknown (the server took the request, then answered nothing before
+// the wait ended) is undone: its ids are released after the connections it was written to are
+// closed on the server, so the stalled try never runs after the undo. A permit that never
+// expires would otherwise be lost for good.
+TEST(permit_expirable_semaphore, a_try_whose_outcome_is_unknown_takes_nothing) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.timeout = 300ms;
+  client c(cfg);
+  auto s = c.get_permit_expirable_semaphore("unknown");
+  ASSERT_TRUE(s.try_set_permits(1));
+  const long before = evalsha_calls(server);
+  // Scripts wait; CLIENT KILL (the undo's fence) does not.
+  server.cli({"CLIENT", "PAUSE", "5000", "WRITE"});
+  const std::error_code ec = code_of([&] { (void)s.try_acquire_for(400ms); });
+  EXPECT_EQ(ec, make_error_code(errc::timeout));
+  server.cli({"CLIENT", "UNPAUSE"});
+  // The undo runs once the pause ends (every script before it was on a closed connection).
+  ASSERT_TRUE(wait_until([&] { return evalsha_calls(server) > before; }, 5s));
+  EXPECT_EQ(server.cli({"GET", "unknown"}), "1");
+  EXPECT_EQ(server.cli({"EXISTS", "{unknown}:timeout"}), "0");
+  const auto id = s.try_acquire();
+  ASSERT_TRUE(id.has_value()) << "the permit was not lost";
+  s.release(*id);
+}
+
 TEST(permit_expirable_semaphore, keys_of_another_kind_are_wrong_type_and_left_as_they_were) {
   redis_server server;
   server.cli({"SET", "text", "abc"});
