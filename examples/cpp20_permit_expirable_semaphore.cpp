@@ -46,7 +46,7 @@ int main(int argc, char** argv) try {
       // Sleeps until a release, or until the nearest lease ends; never polls.
       const auto id = licences.try_acquire_for(10s, 5s);
       if (!id) return;
-      std::this_thread::sleep_for(300ms);  // ... the licensed work
+      std::this_thread::sleep_for(300ms);     // ... the licensed work
       if (licences.try_release(*id)) ++done;  // false: the lease had ended meanwhile
     });
   }

@@ -216,7 +216,8 @@ std::vector<permit_expirable_semaphore::permit_id> permit_expirable_semaphore::t
 permit_expirable_semaphore::permit_id permit_expirable_semaphore::acquire(
     std::optional<milliseconds> lease, std::stop_token stop) {
   auto ids = acquire_until(clock::time_point::max(), lease, 1, std::move(stop), "acquire");
-  if (ids.empty()) throw error(make_error_code(errc::timeout), "acquire '" + name_ + "': not taken");
+  if (ids.empty())
+    throw error(make_error_code(errc::timeout), "acquire '" + name_ + "': not taken");
   return std::move(ids.front());
 }
 
@@ -251,8 +252,7 @@ void permit_expirable_semaphore::release(const permit_id& id) {
 
 bool permit_expirable_semaphore::update_lease_time(const permit_id& id,
                                                    std::optional<milliseconds> lease) {
-  return inspect(static_cast<int>(expirable_inspect::update), id, lease, "update_lease_time") ==
-         1;
+  return inspect(static_cast<int>(expirable_inspect::update), id, lease, "update_lease_time") == 1;
 }
 
 std::optional<milliseconds> permit_expirable_semaphore::lease_time(const permit_id& id) {

@@ -2,7 +2,8 @@
 // wire-compatible with Redisson's RPermitExpirableSemaphore.
 //
 // Defines:
-//   rlock::permit_expirable_semaphore   permits that expire (client::get_permit_expirable_semaphore)
+//   rlock::permit_expirable_semaphore   permits that expire
+//   (client::get_permit_expirable_semaphore)
 //
 // On the wire (Redisson's layout, protocol reference §9): the available count is the string key
 // <name> (as RSemaphore's), the permits taken are the sorted set "{<name>}:timeout" of permit

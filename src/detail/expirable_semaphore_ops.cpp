@@ -174,8 +174,8 @@ void expirable_semaphore_service::acquire(std::string raw_name, std::int64_t per
   waits_->start(std::move(spec), std::move(stop));
 }
 
-void expirable_semaphore_service::release(const std::string& raw_name,
-                                          std::vector<std::string> ids, count_callback done) {
+void expirable_semaphore_service::release(const std::string& raw_name, std::vector<std::string> ids,
+                                          count_callback done) {
   const std::string timeouts = expirable_semaphore_timeout_key(raw_name);
   const std::string channel = semaphore_channel(raw_name);
   const std::string latch = semaphore_latch(raw_name);
@@ -205,12 +205,11 @@ void expirable_semaphore_service::inspect(const std::string& raw_name, expirable
   // a later now.
   o.idempotent = true;
   o.route_key = raw_name;
-  core_->eval(expirable_semaphore_inspect_script(), keys, args, o,
-              integer_result(std::move(done)));
+  core_->eval(expirable_semaphore_inspect_script(), keys, args, o, integer_result(std::move(done)));
 }
 
-void expirable_semaphore_service::set(const std::string& raw_name, bool init,
-                                      std::int64_t permits, count_callback done) {
+void expirable_semaphore_service::set(const std::string& raw_name, bool init, std::int64_t permits,
+                                      count_callback done) {
   const std::string channel = semaphore_channel(raw_name);
   const std::string latch = semaphore_latch(raw_name);
   const std::string count = std::to_string(permits);

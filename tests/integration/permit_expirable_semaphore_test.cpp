@@ -99,7 +99,8 @@ TEST(permit_expirable_semaphore, an_expired_permit_is_reclaimed_by_the_next_scri
   // Until a script runs, nothing changes on the server.
   ASSERT_TRUE(wait_until(
       [&] {
-        const auto lowest = server.cli_reply({"ZRANGE", "{lapsed}:timeout", "0", "0", "WITHSCORES"});
+        const auto lowest =
+            server.cli_reply({"ZRANGE", "{lapsed}:timeout", "0", "0", "WITHSCORES"});
         return lowest.elements.size() == 2 &&
                std::stoll(lowest.elements[1].str) < server_ms(server);
       },
@@ -233,10 +234,10 @@ TEST(permit_expirable_semaphore, a_request_sent_twice_counts_once) {
   const std::vector<std::string> release_keys{"twice", "{twice}:timeout", "redisson_sc:{twice}",
                                               "rlock_semaphore_latch:{twice}:r1"};
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(c.eval(detail::expirable_semaphore_release_script(), release_keys,
-                     {"10000", "all", id})
-                  .integer(),
-              1);
+    EXPECT_EQ(
+        c.eval(detail::expirable_semaphore_release_script(), release_keys, {"10000", "all", id})
+            .integer(),
+        1);
   }
   EXPECT_EQ(server.cli({"GET", "twice"}), "2") << "given back once";
 }
@@ -247,18 +248,16 @@ TEST(permit_expirable_semaphore, a_stop_request_or_shutdown_ends_the_wait_and_ta
   auto s = c.get_permit_expirable_semaphore("stop");
   ASSERT_TRUE(s.try_set_permits(0));
   std::stop_source stop;
-  auto waiting = std::async(std::launch::async, [&] {
-    return code_of([&] { (void)s.acquire(10s, stop.get_token()); });
-  });
+  auto waiting = std::async(
+      std::launch::async, [&] { return code_of([&] { (void)s.acquire(10s, stop.get_token()); }); });
   ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_sc:{stop}") == 1; }, 10s, 10ms));
   stop.request_stop();
   EXPECT_EQ(waiting.get(), make_error_code(errc::stopped));
   {
     client other(config_for(server));
     auto o = other.get_permit_expirable_semaphore("stop");
-    auto ends = std::async(std::launch::async, [&] {
-      return code_of([&] { (void)o.try_acquire_for(30s, 10s); });
-    });
+    auto ends = std::async(std::launch::async,
+                           [&] { return code_of([&] { (void)o.try_acquire_for(30s, 10s); }); });
     ASSERT_TRUE(
         wait_until([&] { return numsub_of(server, "redisson_sc:{stop}") == 1; }, 10s, 10ms));
     other.shutdown();
@@ -328,10 +327,9 @@ TEST(permit_expirable_semaphore, bad_input_is_refused_before_anything_is_sent) {
   EXPECT_EQ(code_of([&] { (void)s.try_set_permits(-1); }), invalid);
   EXPECT_EQ(code_of([&] { (void)c.get_permit_expirable_semaphore(""); }), invalid);
   std::promise<std::error_code> async;
-  s.async_try_acquire_until(steady::now(), 0ms, 1,
-                            [&](std::error_code ec, const std::vector<std::string>&) {
-                              async.set_value(ec);
-                            });
+  s.async_try_acquire_until(
+      steady::now(), 0ms, 1,
+      [&](std::error_code ec, const std::vector<std::string>&) { async.set_value(ec); });
   EXPECT_EQ(async.get_future().get(), invalid);
   EXPECT_EQ(server.cli({"DBSIZE"}), "0");
 }
