@@ -404,6 +404,44 @@ TEST(cluster, pub_sub_is_classic_when_sharding_is_off) {
   EXPECT_EQ(message->elements.at(2).str, "0") << *message;
 }
 
+// Redis Cluster over TLS (tls-cluster yes, plaintext ports closed): from a rediss:// seed the
+// client reaches every master CLUSTER SLOTS names (their TLS ports) with the same tls options;
+// locks live on their slot's master and a waiter is woken through sharded pub/sub over TLS. A
+// client that does not trust the nodes' CA fails in the TLS handshake, within its wait.
+TEST(cluster, tls_nodes_serve_locks_and_wake_waiters_on_every_master) {
+  redis_cluster cluster(cluster_options{.masters = 3, .tls = true});
+  config cfg = cluster_config(cluster);
+  ASSERT_TRUE(cfg.cluster_addresses.front().starts_with("rediss://"));
+  cfg.tls.ca_file = cluster.tls().ca_cert.string();
+  client holder(cfg);
+  client waiting(cfg);
+  for (const auto& name : one_name_per_master(cluster, 3, "tls")) {
+    SCOPED_TRACE(name);
+    auto held = holder.get_lock(name);
+    ASSERT_TRUE(held.try_lock(5s, 60s));
+    redis_server& owner = cluster.owner_of(name);
+    EXPECT_EQ(owner.cli({"HLEN", name}), "1");
+    auto w = waiting.get_lock(name);
+    auto got = try_lock_then_unlock_async(w, 30s);
+    ASSERT_TRUE(wait_until([&] { return zcard(owner, "rlock_queue:{" + name + "}") == 1; }, 10s));
+    const auto released = steady::now();
+    held.unlock_or_throw();
+    EXPECT_TRUE(got.get());
+    EXPECT_LT(ms_since(released), 10000) << "woken by the hand-off's message";
+  }
+  EXPECT_TRUE(holder.status().connected) << holder.status().detail;
+
+  config untrusting = cfg;
+  untrusting.tls.ca_file = cluster.tls().bad_ca_cert.string();
+  client stranger(untrusting);
+  const auto t0 = steady::now();
+  const std::error_code ec = code_of([&] { (void)stranger.get_lock("tls-x").try_lock(1s, 10s); });
+  EXPECT_TRUE(ec) << "an untrusted node was used";
+  EXPECT_LT(ms_since(t0), 3000);
+  ASSERT_TRUE(wait_until([&] { return static_cast<bool>(stranger.status().error); }, 5s));
+  EXPECT_NE(stranger.status().detail.find("TLS"), std::string::npos) << stranger.status().detail;
+}
+
 TEST(cluster, no_reachable_seed_fails_within_the_deadline) {
   redis_server dead(server_options{.cluster = true});
   const std::string url = dead.url();

@@ -22,6 +22,11 @@ redis_cluster::redis_cluster(cluster_options options) : options_(options) {
   const int total = options_.masters * (1 + options_.replicas_per_master);
   server_options so;
   so.cluster = true;
+  if (options_.tls) {
+    tls_ = generate_test_certificates(certs_.path());
+    so.tls = true;
+    so.shared_tls = tls_;
+  }
   // A replica's first sync starts at once (Redis 7 waits 5 s for more replicas by default).
   so.extra_args = {"--cluster-node-timeout", std::to_string(options_.node_timeout.count()),
                    "--repl-diskless-sync-delay", "0"};
@@ -67,6 +72,11 @@ redis_cluster::redis_cluster(cluster_options options) : options_(options) {
   if (!wait_until([&] { return all_ok() && replicas_up(); }, std::chrono::seconds(20))) {
     fail("the cluster did not come up");
   }
+}
+
+const tls_files& redis_cluster::tls() const {
+  if (!options_.tls) throw std::logic_error("redis_cluster::tls: not a TLS cluster");
+  return tls_;
 }
 
 redis_server& redis_cluster::replica(std::size_t m, std::size_t r) const {

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "support/redis_server.hpp"
+#include "support/temp_dir.hpp"
+#include "support/tls_certs.hpp"
 
 namespace rlock::test {
 
@@ -26,6 +28,9 @@ struct cluster_options {
   int masters = 3;
   int replicas_per_master = 0;
   std::chrono::milliseconds node_timeout{1000};
+  // TLS nodes (tls-port only) whose bus and replication links are TLS too (tls-cluster yes),
+  // with certificates of one CA (tls()).
+  bool tls = false;
 };
 
 class redis_cluster {
@@ -46,9 +51,13 @@ class redis_cluster {
   static std::string id_of(const redis_server& node);
   /// True when every running node reports cluster_state:ok.
   bool all_ok() const;
+  /// The nodes' certificates (cluster_options::tls); throws std::logic_error otherwise.
+  const tls_files& tls() const;
 
  private:
   cluster_options options_;
+  temp_dir certs_{"rlock-cluster-tls"};
+  tls_files tls_{};
   std::vector<std::unique_ptr<redis_server>> nodes_;
 };
 

@@ -130,7 +130,9 @@ bool process_is_stopped(pid_t pid) {
 
 redis_server::redis_server(server_options options)
     : options_(std::move(options)), dir_("rlock-redis") {
-  if (options_.tls) tls_ = generate_test_certificates(dir_.path());
+  if (options_.tls) {
+    tls_ = options_.shared_tls ? *options_.shared_tls : generate_test_certificates(dir_.path());
+  }
   const auto deadline = clock_type::now() + start_timeout;
   for (int attempt = 1;; ++attempt) {
     port_ = pick_free_port();
@@ -206,6 +208,12 @@ void redis_server::write_config() const {
     conf << "cluster-enabled yes\n";
     conf << "cluster-config-file nodes.conf\n";  // in dir
     conf << "cluster-port " << bus_port_ << "\n";
+    if (options_.tls) {
+      conf << "tls-cluster yes\n";
+      conf << "tls-replication yes\n";
+      conf << "tls-client-cert-file " << quote(tls_.client_cert.string()) << "\n";
+      conf << "tls-client-key-file " << quote(tls_.client_key.string()) << "\n";
+    }
   }
   if (!options_.requirepass.empty()) conf << "requirepass " << quote(options_.requirepass) << "\n";
   for (const auto& rule : options_.acl_users) conf << "user " << rule << "\n";

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct server_options {
   // TLS only: `port 0` and `tls-port <port>`, certificates generated into dir() (see tls()),
   // `tls-auth-clients optional` (a client certificate is checked if presented, not required).
   bool tls = false;
+  // TLS only: these certificates instead of fresh ones (the nodes of a cluster share one CA).
+  // With `cluster` as well: tls-cluster and tls-replication yes, the bus and the replication
+  // links presenting the client certificate.
+  std::optional<tls_files> shared_tls{};
   // appendonly yes + appendfsync always (and the default RDB save points); otherwise save "".
   bool persistence = false;
   // Password of the default user (requirepass) when not empty.
