@@ -92,6 +92,10 @@ reentrant_lock client::get_spin_lock(std::string name, spin_backoff backoff) con
   return reentrant_lock(locks_, std::move(name), backoff);
 }
 
+reentrant_lock client::get_fair_lock(std::string name) const {
+  return reentrant_lock(locks_, std::move(name), lock_kind::fair);
+}
+
 fenced_lock client::get_fenced_lock(std::string name) const {
   return fenced_lock(get_lock(std::move(name)));
 }

@@ -55,6 +55,14 @@ reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::s
                 "initial_delay, multiplier at least 1");
   }
   spin_ = backoff;
+  kind_ = lock_kind::spin;
+}
+
+reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name,
+                               lock_kind kind)
+    : reentrant_lock(std::move(svc), std::move(name)) {
+  kind_ = kind;
+  if (kind == lock_kind::spin) spin_ = spin_backoff{};
 }
 
 asio::io_context::executor_type reentrant_lock::executor() const {
@@ -93,6 +101,13 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   r.stop = std::move(o.stop);
   r.error_detail = o.error_detail;
   r.spin = spin_;
+  if (kind_ == lock_kind::fair) {
+    // Redisson's threadWaitTime: the wait, or fair_lock_wait_timeout for a wait without end or
+    // a single attempt (which never queues).
+    const auto& cfg = svc_->engine()->cfg();
+    r.fair_wait = o.wait && o.wait->count() > 0 ? *o.wait : cfg.fair_lock_wait_timeout;
+    r.fair = true;
+  }
   // A posted call's reply is read by the I/O thread, which runs its completion too: a polling
   // caller that read it would handle this lock's state on its own core (blocking.hpp).
   r.completes_on_caller = mode == detail::call_mode::blocking_on_caller;
@@ -110,19 +125,19 @@ void reentrant_lock::start_unlock(std::uint64_t owner, void_callback cb, std::st
                                   detail::call_mode mode) {
   if (mode == detail::call_mode::blocking_posted) {
     detail::post_or_complete_closed(
-        svc_->engine()->io(), [svc = svc_, key = key_, owner, spin = spin_.has_value(),
-                               cb = std::move(cb), error_detail]() mutable {
+        svc_->engine()->io(),
+        [svc = svc_, key = key_, owner, kind = kind_, cb = std::move(cb), error_detail]() mutable {
           // Completed where its reply is read, the I/O thread (as a posted acquire).
-          svc->unlock(key, owner, spin, std::move(cb), error_detail, false);
+          svc->unlock(key, owner, kind, std::move(cb), error_detail, false);
         });
     return;
   }
-  svc_->unlock(key_, owner, spin_.has_value(), std::move(cb), error_detail,
+  svc_->unlock(key_, owner, kind_, std::move(cb), error_detail,
                mode == detail::call_mode::blocking_on_caller);
 }
 
 void reentrant_lock::start_force_unlock(callback<bool> cb, std::string* error_detail) {
-  svc_->force_unlock(key_, std::move(cb), error_detail);
+  svc_->force_unlock(key_, kind_, std::move(cb), error_detail);
 }
 
 void reentrant_lock::start_is_locked(callback<bool> cb) {

@@ -126,6 +126,12 @@ class client {
   /// publishes nothing. Same name rules as get_lock; throws errc::invalid_argument for an
   /// invalid backoff.
   reentrant_lock get_spin_lock(std::string name, spin_backoff backoff = {}) const;
+  /// The fair lock named `name` (Redisson's getFairLock; lock_kind::fair): the reentrant lock of
+  /// that name whose waiters queue in Redis in arrival order ("redisson_lock_queue:{<name>}",
+  /// "redisson_lock_timeout:{<name>}") and are served first come, first served, Java RFairLock
+  /// waiters included; a release tells only the queue's head, on its own channel. Same name
+  /// rules as get_lock.
+  reentrant_lock get_fair_lock(std::string name) const;
   /// The semaphore named `name` (Redisson's getSemaphore; semaphore.hpp). Throws
   /// errc::invalid_argument for an empty name or one longer than semaphore::max_name_size once
   /// mapped.

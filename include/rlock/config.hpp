@@ -210,6 +210,11 @@ struct config {
   // ---- locks ----
   /// Lease of a lock taken without an explicit lease; renewed every third of it while held.
   std::chrono::milliseconds lock_watchdog_timeout = 30000ms;
+  /// A fair lock's wait time for an acquire without a wait (lock()) (Redisson's
+  /// fairLockWaitTimeout, its threadWaitTime): a queued waiter is evicted when it has been the
+  /// head this long without taking the lock (a crashed waiter), or has waited behind the others
+  /// that long in all. A live waiter that is evicted queues again, at the tail.
+  std::chrono::milliseconds fair_lock_wait_timeout = 300000ms;
   /// Locks renewed per renewal script. A renewal round's scripts are spread over the first
   /// half of the renewal period, most urgent lease first.
   int lock_watchdog_batch_size = 100;

@@ -13,7 +13,14 @@
 // "rlock_handoff:{<name>}:<client-uuid>"; they listen on the Redisson channel only while the
 // holder is a client that does not hand over (its client uuid is not version 8: Java Redisson,
 // or rlock with the queue off). A spin lock (client::get_spin_lock, spin_lock.hpp) is a
-// reentrant_lock on the same hash whose waiters poll and whose release publishes nothing.
+// reentrant_lock on the same hash whose waiters poll and whose release publishes nothing. A fair
+// lock (client::get_fair_lock, Redisson's RFairLock) is one whose waiters queue in
+// "redisson_lock_queue:{<name>}" (eviction times, on the server's clock, in
+// "redisson_lock_timeout:{<name>}") and are served in arrival order, each told on its own channel
+// "redisson_lock__channel:{<name>}:<owner field>" when it is the head and the lock is free; a
+// waiter that gives up leaves the queue, a crashed one is evicted at its time (its wait, or
+// config::fair_lock_wait_timeout), a live one evicted that way queues again at the tail. Its
+// failure semantics are the reentrant lock's below.
 //
 // Ownership: a hold belongs to an owner id within its client. The blocking API uses the calling
 // thread's id (like Redisson's thread id), so std::lock_guard, std::unique_lock and
@@ -156,6 +163,14 @@ std::uint64_t this_thread_owner_id() noexcept;
 /// reused, never a thread's id (it comes from the same sequence as this_thread_owner_id()).
 std::uint64_t new_owner_id() noexcept;
 
+/// Which of Redisson's locks on a hash a reentrant_lock handle is: they share the key, owner
+/// field, hold counts and watchdog, and differ in how waiters wait and what a release announces.
+enum class lock_kind {
+  reentrant,  ///< RLock (client::get_lock): waiters subscribe, a release publishes
+  spin,       ///< RSpinLock (client::get_spin_lock, spin_lock.hpp): waiters poll, nothing published
+  fair,       ///< RFairLock (client::get_fair_lock): a queue in arrival order, the head told
+};
+
 /// How one acquire behaves.
 struct acquire_options {
   /// Wait budget on steady_clock: nullopt waits until acquired; zero (or negative) makes a
@@ -184,10 +199,14 @@ class reentrant_lock {
   /// Made by client::get_spin_lock(): a spin lock (spin_lock.hpp) on the same kind of key.
   /// Throws errc::invalid_argument for a backoff spin_lock.hpp calls invalid.
   reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name, spin_backoff backoff);
+  /// Made by client::get_fair_lock() (kind lock_kind::fair) or get_lock() (reentrant). A spin
+  /// lock needs its backoff (the constructor above): lock_kind::spin takes the default one.
+  reentrant_lock(std::shared_ptr<detail::lock_service> svc, std::string name, lock_kind kind);
 
   /// The name as given; the key is the name through config::name_mapper.
   const std::string& name() const { return name_; }
   const std::string& key() const { return key_; }
+  lock_kind kind() const { return kind_; }
   /// A spin lock's backoff (client::get_spin_lock); nullopt for a lock that waits on its channel.
   const std::optional<spin_backoff>& spin() const { return spin_; }
 
@@ -442,6 +461,7 @@ class reentrant_lock {
   std::string name_;
   std::string key_;
   std::optional<spin_backoff> spin_;
+  lock_kind kind_ = lock_kind::reentrant;
 };
 
 /// The reentrant lock. (A class cannot have a member function named like itself, so the class

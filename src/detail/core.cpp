@@ -95,6 +95,7 @@ void validate(const config& c) {
       {"reconnect_delay_min", c.reconnect_delay_min},
       {"reconnect_delay_max", c.reconnect_delay_max},
       {"lock_watchdog_timeout", c.lock_watchdog_timeout},
+      {"fair_lock_wait_timeout", c.fair_lock_wait_timeout},
       {"lock_queue_liveness", c.lock_queue_liveness},
       {"cluster_scan_interval", c.cluster_scan_interval}};
   for (const auto& [name, d] : durations) {
@@ -117,6 +118,7 @@ void validate(const config& c) {
     bad("subscription_connection_pool_size must be from 1 to 1024");
   }
   if (c.lock_watchdog_timeout.count() < 3) bad("lock_watchdog_timeout must be at least 3 ms");
+  if (c.fair_lock_wait_timeout.count() <= 0) bad("fair_lock_wait_timeout must be positive");
   if (c.lock_watchdog_batch_size < 1) bad("lock_watchdog_batch_size must be at least 1");
   if (c.lock_queue_liveness.count() < 30) bad("lock_queue_liveness must be at least 30 ms");
   if (c.database < 0) bad("database must not be negative");

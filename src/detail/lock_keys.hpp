@@ -68,6 +68,24 @@ inline std::string process_handoff_channel(std::string_view raw_name, std::strin
   return out;
 }
 
+/// A fair lock's queue (Redisson's RFairLock): redisson_lock_queue:{<name>}, a list of owners.
+inline std::string fair_queue_key(std::string_view raw_name) {
+  return prefix_name("redisson_lock_queue", raw_name);
+}
+
+/// A fair lock's eviction times: redisson_lock_timeout:{<name>}, owner -> epoch ms.
+inline std::string fair_timeout_key(std::string_view raw_name) {
+  return prefix_name("redisson_lock_timeout", raw_name);
+}
+
+/// The channel of one fair lock waiter: redisson_lock__channel:{<name>}:<owner field>.
+inline std::string fair_waiter_channel(std::string_view raw_name, std::string_view owner) {
+  std::string out = prefix_name("redisson_lock__channel", raw_name, 1 + owner.size());
+  out += ':';
+  out += owner;
+  return out;
+}
+
 /// The owner field: <client uuid>:<owner id>.
 inline std::string owner_field(std::string_view client_id, std::uint64_t owner_id) {
   char digits[20];  // the most a 64-bit number has

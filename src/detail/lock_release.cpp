@@ -38,18 +38,27 @@ void lock_service::send_unlock(unlock_request r, exec_callback done) {
   opts.close_unknown = true;
   opts.fence = std::move(r.fence);
   opts.completes_on_caller = r.completes_on_caller;
-  const bool queued = cfg.lock_queue && !r.spin;
-  const std::string queue = queued ? queue_key(r.raw_name) : std::string();
+  const bool spin = r.kind == lock_kind::spin;
+  const bool fair = r.kind == lock_kind::fair;
+  const bool queued = cfg.lock_queue && r.kind == lock_kind::reentrant;
+  const std::string queue = queued ? queue_key(r.raw_name)
+                            : fair ? fair_queue_key(r.raw_name)
+                                   : std::string();
+  const std::string timeouts = fair ? fair_timeout_key(r.raw_name) : std::string();
   const std::vector<std::string> spent = spent_latches_.take(r.raw_name);
-  const auto keys = r.spin   ? with_spent({r.raw_name, latch}, spent)
+  const auto keys = spin     ? with_spent({r.raw_name, latch}, spent)
+                    : fair   ? with_spent({r.raw_name, queue, timeouts, r.channel, latch}, spent)
                     : queued ? with_spent({r.raw_name, r.channel, latch, queue}, spent)
                              : with_spent({r.raw_name, r.channel, latch}, spent);
-  const script& s = r.spin   ? spin_lock_unlock_script()
+  const script& s = spin     ? spin_lock_unlock_script()
+                    : fair   ? fair_lock_unlock_script()
                     : queued ? lock_unlock_queued_script()
                              : lock_unlock_script();
-  // ARGV[4], the expected count, only when there is one (any count without it).
-  const std::string_view args_all[] = {lease_s, r.owner, latch_ttl, r.expected};
-  const std::span<const std::string_view> args(args_all, r.expected.empty() ? 3 : 4);
+  // ARGV[4], the expected count, only when there is one (any count without it); ARGV[5], a fair
+  // lock's wait time, only with it (an undo, which leaves the fair queue).
+  const std::string_view args_all[] = {lease_s, r.owner, latch_ttl, r.expected, r.fair_leave_wait};
+  const std::size_t argc = r.expected.empty() ? 3 : r.fair_leave_wait.empty() ? 4 : 5;
+  const std::span<const std::string_view> args(args_all, argc);
   core_->eval(s, keys, args, opts,
               [self = shared_from_this(), raw_name = r.raw_name, latch,
                sent_before = r.latch_sent_before, done = std::move(done)](exec_result res) {
@@ -125,7 +134,7 @@ void lock_service::wake_local_head(const std::string& raw_name) {
   step(head, [](acquire_fsm& f) { return f.on_wake(clock::now()); });
 }
 
-void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, bool spin,
+void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, lock_kind kind,
                           unlock_callback done, std::string* error_detail, bool completes_on_caller,
                           bool was_parked) {
   std::chrono::milliseconds lease = core_->cfg().lock_watchdog_timeout;
@@ -145,10 +154,10 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, b
       // unlocks_after_undo_. Bounded by the undo's own retries, or the re-entry's (which is
       // never queued; refused, it drops the hold and lets the unlock go: not_owner). After
       // shutdown() by the client's close, which completes every request.
-      unlocks_after_undo_[key].push_back([self = shared_from_this(), raw_name, owner_id, spin,
+      unlocks_after_undo_[key].push_back([self = shared_from_this(), raw_name, owner_id, kind,
                                           error_detail, done = std::move(done)](bool send) mutable {
         if (send) {
-          self->unlock(raw_name, owner_id, spin, std::move(done), error_detail, false, true);
+          self->unlock(raw_name, owner_id, kind, std::move(done), error_detail, false, true);
         } else {
           done(make_error_code(errc::shutdown));
         }
@@ -177,9 +186,9 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, b
   r.owner = owner_field(owner_id);
   r.lease = lease;
   r.completes_on_caller = completes_on_caller;
-  r.spin = spin;
+  r.kind = kind;
   send_unlock(
-      std::move(r), [self = shared_from_this(), raw_name, owner_id, spin, renewal_cancelled,
+      std::move(r), [self = shared_from_this(), raw_name, owner_id, kind, renewal_cancelled,
                      error_detail, lease, sent_at, done = std::move(done)](exec_result res) {
         const unlock_outcome outcome = decode_unlock(res);
         std::error_code ec = outcome.ec;
@@ -238,27 +247,38 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, b
         if (signal_loss) lost.request_stop();
         if (again) {
           // A copy: `done` is const in this lambda.
-          self->unlock(raw_name, owner_id, spin, done, error_detail, false);
+          self->unlock(raw_name, owner_id, kind, done, error_detail, false);
           return;
         }
-        if (released && spin) self->wake_local_head(raw_name);
+        if (released && kind == lock_kind::spin) self->wake_local_head(raw_name);
         if (not_owner) ec = make_error_code(errc::not_owner);
         done(ec);
       });
 }
 
-void lock_service::force_unlock(const std::string& raw_name,
+void lock_service::force_unlock(const std::string& raw_name, lock_kind kind,
                                 std::function<void(std::error_code, bool)> done,
                                 std::string* error_detail) {
   const std::string channel = lock_channel(raw_name);
-  const bool queued = core_->cfg().lock_queue;
-  const std::string queue = queued ? queue_key(raw_name) : std::string();
+  const bool fair = kind == lock_kind::fair;
+  const bool queued = core_->cfg().lock_queue && !fair;
+  const std::string queue = queued ? queue_key(raw_name)
+                            : fair ? fair_queue_key(raw_name)
+                                   : std::string();
+  const std::string timeouts = fair ? fair_timeout_key(raw_name) : std::string();
   const std::string_view keys_plain[] = {raw_name, channel};
   // Queued mode: the lock goes to the first live waiter, like on an unlock (its waiters listen
   // only on their hand-off channels while an rlock client holds the lock).
   const std::string_view keys_queued[] = {raw_name, channel, queue};
+  // A fair lock's: its queue's head is told on its own channel.
+  const std::string_view keys_fair[] = {raw_name, queue, timeouts, channel};
   const std::span<const std::string_view> keys =
-      queued ? std::span<const std::string_view>(keys_queued) : keys_plain;
+      fair     ? std::span<const std::string_view>(keys_fair)
+      : queued ? std::span<const std::string_view>(keys_queued)
+               : keys_plain;
+  const script& forced = fair     ? fair_lock_force_unlock_script()
+                         : queued ? lock_force_unlock_queued_script()
+                                  : lock_force_unlock_script();
   const std::string_view args[] = {"0"};
   exec_options opts;
   // Never resent: a resend whose first copy ran (reply lost) would delete the lock the first
@@ -275,8 +295,7 @@ void lock_service::force_unlock(const std::string& raw_name,
       for (const auto& [owner, h] : it->second.holds) victims.push_back(h.lost);
     }
   }
-  core_->eval(queued ? lock_force_unlock_queued_script() : lock_force_unlock_script(), keys, args,
-              opts,
+  core_->eval(forced, keys, fair ? std::span<const std::string_view>() : std::span(args), opts,
               [self = shared_from_this(), raw_name, error_detail, victims = std::move(victims),
                done = std::move(done)](exec_result res) {
                 std::error_code ec;

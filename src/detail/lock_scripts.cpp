@@ -43,6 +43,19 @@ const script& spin_lock_unlock_script() {
   return s;
 }
 
+const script& fair_lock_acquire_script() {
+  static const script s{std::string(lua::fair_lock_acquire_lua)};
+  return s;
+}
+const script& fair_lock_unlock_script() {
+  static const script s{std::string(lua::fair_lock_unlock_lua)};
+  return s;
+}
+const script& fair_lock_force_unlock_script() {
+  static const script s{std::string(lua::fair_lock_force_unlock_lua)};
+  return s;
+}
+
 const script& lock_fence_script() {
   static const script s{std::string(lua::lock_fence_lua)};
   return s;
@@ -58,6 +71,9 @@ std::vector<const script*> lock_scripts() {
           &lock_force_unlock_queued_script(),
           &lock_queue_refresh_script(),
           &spin_lock_unlock_script(),
+          &fair_lock_acquire_script(),
+          &fair_lock_unlock_script(),
+          &fair_lock_force_unlock_script(),
           &lock_fence_script()};
 }
 

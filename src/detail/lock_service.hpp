@@ -24,6 +24,7 @@
 #include "detail/core.hpp"
 #include "detail/spent_latches.hpp"
 #include "detail/watchdog.hpp"
+#include "rlock/lock.hpp"
 
 namespace rlock::detail {
 
@@ -44,6 +45,11 @@ struct acquire_request {
   /// A spin lock's acquire (spin_lock.hpp): waits by sleeping these steps instead of
   /// subscribing, never joins the wait queue, and its undo publishes nothing.
   std::optional<spin_backoff> spin;
+  /// A fair lock's acquire (Redisson's RFairLock): queued in Redis in arrival order, told on its
+  /// own channel when it is the head and the lock is free; `fair_wait` is Redisson's
+  /// threadWaitTime (how long its queue entry lasts behind the one before it).
+  bool fair = false;
+  std::chrono::milliseconds fair_wait{};
 };
 
 class lock_service : public std::enable_shared_from_this<lock_service> {
@@ -64,12 +70,13 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// `error_detail`, when given: as acquire_request::error_detail. `completes_on_caller`: as
   /// acquire_request's (a blocking unlock). `was_parked`: sent after waiting behind an undo or
   /// a re-entry of its owner (unlocks_after_undo_); it waits behind an undo again, not behind
-  /// an acquire started since. `spin`: a spin lock's release, which publishes nothing (and wakes
-  /// a waiter of this process itself).
-  void unlock(const std::string& raw_name, std::uint64_t owner_id, bool spin, unlock_callback done,
-              std::string* error_detail = nullptr, bool completes_on_caller = false,
-              bool was_parked = false);
-  void force_unlock(const std::string& raw_name, std::function<void(std::error_code, bool)> done,
+  /// an acquire started since. `kind`: the release's script (a spin lock's publishes nothing and
+  /// wakes a waiter of this process itself; a fair lock's tells the queue's head only).
+  void unlock(const std::string& raw_name, std::uint64_t owner_id, lock_kind kind,
+              unlock_callback done, std::string* error_detail = nullptr,
+              bool completes_on_caller = false, bool was_parked = false);
+  void force_unlock(const std::string& raw_name, lock_kind kind,
+                    std::function<void(std::error_code, bool)> done,
                     std::string* error_detail = nullptr);
 
   /// Local view of a hold (no request): the loss token and the local lease deadline.
@@ -121,6 +128,9 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   void run(const std::shared_ptr<op>& o, acquire_fsm::action a, std::unique_lock<std::mutex>& lk);
   void send_acquire(const std::shared_ptr<op>& o, std::unique_lock<std::mutex>& lk);
   void ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until, channels level);
+  /// A fair lock's waiter subscribes its own channel (Redisson's per-thread fair channel); its
+  /// state machine is told when the subscription is confirmed.
+  void subscribe_fair_waiter(const std::shared_ptr<op>& o, clock::time_point until);
   /// An unlock message on the Redisson channel, or (`resubscribed`) a channel of the lock was
   /// subscribed again after a reconnection, so that a message may have been missed.
   void on_message(const std::string& raw_name, bool resubscribed);
@@ -145,9 +155,10 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     std::string latch;     // shared by every round
     // Where attempts of the acquire, or of earlier rounds, may still run: closed first.
     std::vector<server_client> fence;
-    bool spin = false;               // of a spin lock's acquire: publishes nothing
-    clock::time_point hold_gone_by;  // undo_policy.hpp
-    int rounds = 0;                  // sent so far
+    lock_kind kind = lock_kind::reentrant;  // of the acquire: its scripts
+    std::chrono::milliseconds fair_wait{};  // a fair lock's: it leaves the queue too
+    clock::time_point hold_gone_by;         // undo_policy.hpp
+    int rounds = 0;                         // sent so far
   };
   void send_undo(const std::shared_ptr<undo>& u);
   void undo_answered(const std::shared_ptr<undo>& u, exec_result res);
@@ -171,13 +182,16 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     /// Connections to close on the server first (exec_options::fence), where the acquire this
     /// unlock undoes may still run.
     std::vector<server_client> fence;
-    /// A spin lock's release: spin_lock_unlock (no channel, never the queue's script).
-    bool spin = false;
+    /// The script: spin_lock_unlock (no channel, never the queue's), fair_lock_unlock (the
+    /// fair queue's head told), else plain or queued per config.
+    lock_kind kind = lock_kind::reentrant;
+    /// A fair lock's undo: its wait time, to leave the fair queue (fair_lock_unlock's ARGV[5]).
+    std::string fair_leave_wait;
   };
-  /// Sends the unlock script (plain or queued, per config; the spin lock's for r.spin) releasing
-  /// one hold of `r.owner`, and deletes the lock's spent latches. Before `done` runs, the latch
-  /// goes to spent_latches_ if this unlock was answered on its only attempt and no earlier request
-  /// had it.
+  /// Sends the unlock script (plain or queued, per config; r.kind's for a spin or fair lock)
+  /// releasing one hold of `r.owner`, and deletes the lock's spent latches. Before `done` runs, the
+  /// latch goes to spent_latches_ if this unlock was answered on its only attempt and no earlier
+  /// request had it.
   void send_unlock(unlock_request r, exec_callback done);
   /// Registers a hold with the watchdog (its loss callback reaches on_lost).
   std::uint64_t register_hold(const std::string& raw_name, std::uint64_t owner_id,

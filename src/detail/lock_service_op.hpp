@@ -74,6 +74,9 @@ struct lock_service::op : std::enable_shared_from_this<op> {
   // when this acquire completes.
   std::stop_source lost_hold{std::nostopstate};
   std::unique_ptr<std::stop_callback<std::function<void()>>> stop_cb;
+  // A fair lock's waiter: its own channel (redisson_lock__channel:{<name>}:<owner>), on which
+  // the release that makes it the head with the lock free tells it. Dropped when it finishes.
+  subscription own_sub;
 };
 
 template <class Event>

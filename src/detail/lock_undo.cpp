@@ -22,7 +22,10 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
   u->channel = o->channel;
   u->owner = o->owner;
   u->lease = o->lease;
-  u->spin = o->req.spin.has_value();
+  u->kind = o->req.fair               ? lock_kind::fair
+            : o->req.spin.has_value() ? lock_kind::spin
+                                      : lock_kind::reentrant;
+  if (o->req.fair && o->enqueued) u->fair_wait = o->req.fair_wait;
   u->expected = std::to_string(o->prior_count + 1);
   u->latch = unlock_latch(o->req.raw_name, random_request_id());
   // Every attempt of the acquire was sent before now; a hold it left (or a hand-off to it) ends
@@ -49,7 +52,8 @@ void lock_service::send_undo(const std::shared_ptr<undo>& u) {
   r.latch = u->latch;
   r.latch_sent_before = u->rounds > 0;
   r.fence = u->fence;
-  r.spin = u->spin;
+  r.kind = u->kind;
+  if (u->fair_wait.count() > 0) r.fair_leave_wait = std::to_string(u->fair_wait.count());
   ++u->rounds;
   send_unlock(std::move(r), [self = shared_from_this(), u](exec_result res) {
     self->undo_answered(u, std::move(res));
@@ -114,7 +118,7 @@ void lock_service::undo_answered(const std::shared_ptr<undo>& u, exec_result res
   for (auto& f : unlocks) f(true);
   if (ready) resume_parked(ready);
   // A spin lock's undo that released the lock announced it to nobody.
-  if (u->spin && !res.ec && res.value.is_integer() && res.value.integer() == 1) {
+  if (u->kind == lock_kind::spin && !res.ec && res.value.is_integer() && res.value.integer() == 1) {
     wake_local_head(u->key.first);
   }
 }

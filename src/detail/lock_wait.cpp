@@ -20,8 +20,40 @@ constexpr std::chrono::seconds subscription_linger{10};
 
 }  // namespace
 
+void lock_service::subscribe_fair_waiter(const std::shared_ptr<op>& o, clock::time_point until) {
+  std::weak_ptr<op> weak = o;
+  std::weak_ptr<lock_service> svc = weak_from_this();
+  core_->subscribe(
+      channel_kind::classic, fair_waiter_channel(o->req.raw_name, o->owner), o->req.raw_name,
+      [weak, svc](const pubsub_event&) {
+        // "0": the lock is free and this waiter the head; or the channel was subscribed again
+        // after a reconnection, when that message may have been missed. Look either way.
+        auto op_ptr = weak.lock();
+        auto s = svc.lock();
+        if (op_ptr && s) s->step(op_ptr, [](acquire_fsm& f) { return f.on_wake(clock::now()); });
+      },
+      until,
+      [weak, svc](std::error_code ec, subscription sub) {
+        auto op_ptr = weak.lock();
+        auto s = svc.lock();
+        if (!op_ptr || !s) return;  // `sub` unsubscribes as it goes
+        {
+          std::lock_guard lk(op_ptr->mu);
+          if (op_ptr->finished) return;
+          if (!ec) op_ptr->own_sub = std::move(sub);
+        }
+        s->step(op_ptr, [ec](acquire_fsm& f) {
+          return f.on_subscribed(clock::now(), ec, ec ? channels::none : channels::all);
+        });
+      });
+}
+
 void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until,
                                      channels level) {
+  if (o->req.fair) {
+    subscribe_fair_waiter(o, until);
+    return;
+  }
   const bool queued = core_->cfg().lock_queue;
   // Without the queue there is no hand-off channel: the Redisson channel is all there is.
   if (!queued) level = channels::all;
@@ -112,6 +144,7 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
       self->maybe_linger_locked(name, e);
     }
     for (auto& w : told) {
+      if (w->req.fair) continue;  // listens on its own channel (subscribe_fair_waiter)
       self->step(w, [ec, have_now](acquire_fsm& f) {
         return f.on_subscribed(clock::now(), ec, have_now);
       });

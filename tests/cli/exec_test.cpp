@@ -125,6 +125,33 @@ TEST(cli_exec, spin_waits_by_polling_and_publishes_nothing) {
   EXPECT_EQ(stats.find("cmdstat_subscribe:"), std::string::npos) << stats;
 }
 
+// --fair: Redisson's fair lock NAME: a waiter queues in redisson_lock_queue:{NAME}, and runs
+// once the holder is gone; --spin and --fair exclude each other.
+TEST(cli_exec, fair_queues_in_redissons_fair_queue) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process holder = start_holder(server, "fqx", held, {"--fair"});
+  const auto log = (dir.path() / "log").string();
+  child_process waiter = start_rlock({"exec", "fqx", "--fair", "--wait", "10s", "--url",
+                                      server.url(), "--", "sh", "-c", "echo ran > \"$LOG\""},
+                                     {"LOG=" + log});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return server.cli_reply({"LLEN", "redisson_lock_queue:{fqx}"}).integer == 1;
+      },
+      10s))
+      << waiter.error_output();
+  holder.kill(SIGTERM);
+  EXPECT_EQ(exit_status(holder, 10s), 128 + SIGTERM) << holder.error_output();
+  EXPECT_EQ(exit_status(waiter, 10s), 0) << waiter.error_output();
+  EXPECT_EQ(read_file(log), "ran\n");
+  EXPECT_EQ(server.cli({"EXISTS", "fqx", "redisson_lock_queue:{fqx}"}), "0");
+  const auto both =
+      run_rlock({"exec", "fqx", "--fair", "--spin", "--url", server.url(), "--", "true"});
+  EXPECT_EQ(both.status, 64) << both.err;
+}
+
 // The command does not get rlock's credentials: RLOCK_PASSWORD and an RLOCK_URL holding a
 // password are removed from its environment (before, `rlock exec x -- env` printed both).
 TEST(cli_exec, the_command_gets_no_credentials_from_rlocks_environment) {

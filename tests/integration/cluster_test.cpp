@@ -161,6 +161,24 @@ TEST(cluster, a_waiter_is_woken_by_a_release_on_another_clients_connection) {
         10s));
     pes.release(*id);
     EXPECT_TRUE(taken.get().has_value());
+
+    // A fair lock's waiter hears the release on its own channel (a channel the script names
+    // from its queue, in the lock's slot).
+    auto fair = holder.get_fair_lock(name + "-fair");
+    ASSERT_TRUE(fair.try_lock(5s, 60s));
+    auto fair_w = waiting.get_fair_lock(name + "-fair");
+    auto fair_got = try_lock_then_unlock_async(fair_w, 30s);
+    redis_server& fair_owner = cluster.owner_of(name + "-fair");
+    ASSERT_TRUE(wait_until(
+        [&] {
+          return fair_owner.cli_reply({"LLEN", "redisson_lock_queue:{" + name + "-fair}"})
+                     .integer == 1;
+        },
+        10s));
+    const auto fair_released = steady::now();
+    fair.unlock_or_throw();
+    EXPECT_TRUE(fair_got.get());
+    EXPECT_LT(ms_since(fair_released), 10000) << "woken by the release, not the lease's end";
   }
 }
 

@@ -4,6 +4,7 @@
 //       ITERATIONS times and, inside, increments "<NAME>:counter" with a non-atomic GET then SET
 //       and checks "<NAME>:inside" (INCR must return 1). Prints "acquisitions=A overlaps=O".
 //   lock_worker spin-count URL NAME THREADS ITERATIONS   the same through the spin lock NAME.
+//   lock_worker fair-count URL NAME THREADS ITERATIONS   the same through the fair lock NAME.
 //   lock_worker hold URL NAME WATCHDOG_MS           take the lock with the watchdog, print
 //       "held", then sleep (at most 120 s) until killed.
 //   lock_worker try-hold URL NAME WATCHDOG_MS WAIT_MS   try_lock for WAIT_MS under the watchdog:
@@ -154,8 +155,9 @@ int main(int argc, char** argv) try {
     std::printf("acquisitions=%d overlaps=%d\n", acquisitions, overlaps);
     return overlaps == 0 ? 0 : 1;
   }
-  if ((mode == "count" || mode == "spin-count") && argc == 6) {
+  if ((mode == "count" || mode == "spin-count" || mode == "fair-count") && argc == 6) {
     const bool spin = mode == "spin-count";
+    const bool fair = mode == "fair-count";
     const int threads = std::stoi(argv[4]);
     const int iterations = std::stoi(argv[5]);
     rlock::client c(cfg);
@@ -164,7 +166,7 @@ int main(int argc, char** argv) try {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&] {
-        auto l = spin ? c.get_spin_lock(name) : c.get_lock(name);
+        auto l = spin ? c.get_spin_lock(name) : fair ? c.get_fair_lock(name) : c.get_lock(name);
         for (int i = 0; i < iterations; ++i) {
           std::lock_guard guard(l);
           if (c.execute({"INCR", name + ":inside"}).integer() != 1) ++overlaps;

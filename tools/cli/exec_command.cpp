@@ -65,6 +65,8 @@ constexpr const char* exec_footer =
     "--spin takes the same reentrant lock NAME as a spin lock: the wait polls (1, 2, 4, ...\n"
     "up to 128 ms, never past the holder's TTL) and the release publishes nothing, so waiters\n"
     "of a plain `rlock exec NAME` are not woken by it (they retry when the TTL they saw ends).\n"
+    "--fair takes it as Redisson's fair lock: waiters queue in redisson_lock_queue:{NAME} and\n"
+    "are served in arrival order, Java RFairLock waiters included.\n"
     "\n"
     "Exit status: the command's (128+N if it died of signal N); 75 not acquired within --wait;\n"
     "76 lock lost; 126 command not executable; 127 command not found; 64 usage; 65 the key is\n"
@@ -155,8 +157,12 @@ CLI::App* add_exec_command(CLI::App& app, exec_options& opts) {
   auto* spin = sub->add_flag("--spin", opts.spin,
                              "Take the spin lock NAME (Redisson's RSpinLock): wait by polling "
                              "(1 ms doubling to 128 ms), release without publishing");
-  shared->excludes(exclusive)->excludes(fenced)->excludes(spin);
-  exclusive->excludes(shared)->excludes(fenced)->excludes(spin);
+  auto* fair = sub->add_flag("--fair", opts.fair,
+                             "Take the fair lock NAME (Redisson's RFairLock): wait in its queue, "
+                             "served in arrival order");
+  shared->excludes(exclusive)->excludes(fenced)->excludes(spin)->excludes(fair);
+  exclusive->excludes(shared)->excludes(fenced)->excludes(spin)->excludes(fair);
+  spin->excludes(fair);
   sub->add_flag("-v,--verbose", opts.verbose,
                 "Report progress on stderr also when it is not a terminal");
   add_connection_options(*sub, opts.connection);
@@ -180,11 +186,13 @@ int run_exec(const exec_options& o) {
   // ever read from the descriptor.
   signal_channel signals{SIGINT, SIGTERM, SIGHUP, SIGCHLD};
   rlock::client client = connect_checked(cfg, &signals);
-  const exec_lock lock =
-      o.shared || o.exclusive
-          ? exec_lock_of(client.get_read_write_lock(o.name),
-                         o.shared ? rlock::rw_mode::read : rlock::rw_mode::write)
-          : exec_lock_of(o.spin ? client.get_spin_lock(o.name) : client.get_lock(o.name), o.fenced);
+  const exec_lock lock = o.shared || o.exclusive
+                             ? exec_lock_of(client.get_read_write_lock(o.name),
+                                            o.shared ? rlock::rw_mode::read : rlock::rw_mode::write)
+                             : exec_lock_of(o.spin   ? client.get_spin_lock(o.name)
+                                            : o.fair ? client.get_fair_lock(o.name)
+                                                     : client.get_lock(o.name),
+                                            o.fenced);
   const std::uint64_t owner = rlock::this_thread_owner_id();
 
   status_line line(progress_mode_for(o.verbose));

@@ -41,6 +41,8 @@ struct exec_options {
   bool fenced = false;
   /// Take the spin lock NAME: wait by polling, release without publishing.
   bool spin = false;
+  /// Take the fair lock NAME: queue in Redisson's RFairLock queue, served in arrival order.
+  bool fair = false;
   /// Take the read half (shared) or the write half (exclusive) of the read-write lock NAME
   /// instead of the reentrant lock NAME.
   bool shared = false;

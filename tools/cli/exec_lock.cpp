@@ -9,7 +9,8 @@ exec_lock exec_lock_of(rlock::lock lock, bool fenced) {
   out.name = lock.name();
   out.key = lock.key();
   out.kind = fenced ? "fenced lock" : "lock";
-  if (lock.spin()) out.kind = fenced ? "fenced spin lock" : "spin lock";
+  if (lock.kind() == rlock::lock_kind::spin) out.kind = fenced ? "fenced spin lock" : "spin lock";
+  if (lock.kind() == rlock::lock_kind::fair) out.kind = fenced ? "fenced fair lock" : "fair lock";
   if (fenced) {
     out.acquire = [lock](std::uint64_t owner, rlock::acquire_options o,
                          const exec_lock::acquired_callback& done) {
