@@ -69,7 +69,8 @@ TEST(fair_lock, serves_waiters_in_arrival_order_across_clients) {
       l.unlock_or_throw();
     }));
     // Arrival order: the next waiter starts once this one is queued.
-    ASSERT_TRUE(wait_until([&] { return llen(server, "redisson_lock_queue:{fair}") == i + 1; }, 10s));
+    ASSERT_TRUE(
+        wait_until([&] { return llen(server, "redisson_lock_queue:{fair}") == i + 1; }, 10s));
   }
   // Redisson's layout: the queue of owner fields, an eviction time each, a channel each.
   const auto queue = server.cli_reply({"LRANGE", "redisson_lock_queue:{fair}", "0", "-1"});
@@ -88,9 +89,9 @@ TEST(fair_lock, serves_waiters_in_arrival_order_across_clients) {
   h.unlock_or_throw();
   for (auto& f : done) f.get();
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
-  EXPECT_EQ(server.cli({"EXISTS", "fair", "redisson_lock_queue:{fair}",
-                        "redisson_lock_timeout:{fair}"}),
-            "0");
+  EXPECT_EQ(
+      server.cli({"EXISTS", "fair", "redisson_lock_queue:{fair}", "redisson_lock_timeout:{fair}"}),
+      "0");
 }
 
 TEST(fair_lock, a_waiter_that_gives_up_leaves_the_queue_and_one_attempt_never_queues) {
