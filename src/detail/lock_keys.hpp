@@ -33,12 +33,18 @@ inline std::string lock_channel(std::string_view raw_name) {
   return prefix_name("redisson_lock__channel", raw_name);
 }
 
+/// prefix_name(prefix, n) + ":" + suffix, in one allocation.
+inline std::string prefix_name_with(std::string_view prefix, std::string_view n,
+                                    std::string_view suffix) {
+  std::string out = prefix_name(prefix, n, 1 + suffix.size());
+  out += ':';
+  out += suffix;
+  return out;
+}
+
 /// The unlock latch: redisson_unlock_latch:{<name>}:<32 hex request id>.
 inline std::string unlock_latch(std::string_view raw_name, std::string_view request_id) {
-  std::string out = prefix_name("redisson_unlock_latch", raw_name, 1 + request_id.size());
-  out += ':';
-  out += request_id;
-  return out;
+  return prefix_name_with("redisson_unlock_latch", raw_name, request_id);
 }
 
 /// The fencing token counter of a lock (RFencedLock): redisson_lock_token:{<name>}.
@@ -80,10 +86,7 @@ inline std::string fair_timeout_key(std::string_view raw_name) {
 
 /// The channel of one fair lock waiter: redisson_lock__channel:{<name>}:<owner field>.
 inline std::string fair_waiter_channel(std::string_view raw_name, std::string_view owner) {
-  std::string out = prefix_name("redisson_lock__channel", raw_name, 1 + owner.size());
-  out += ':';
-  out += owner;
-  return out;
+  return prefix_name_with("redisson_lock__channel", raw_name, owner);
 }
 
 /// The owner field: <client uuid>:<owner id>.

@@ -13,25 +13,12 @@
 -- then compares against one clock, and a client's clock jump changes nothing. (Redisson's
 -- scripts take the client's wall clock.) Expired permits (score <= now) are reclaimed first, up
 -- to as many as asked for: given back to the counter, and the new count published.
-local nonexpirable = 922337203685477
+--!include expirable_prelude.lua
 local count = #ARGV - 1
 if redis.call('zscore', KEYS[2], ARGV[2]) then
   return {1, 0}
 end
-local value = redis.call('get', KEYS[1])
-if value and not tonumber(value) then
-  return redis.error_reply('WRONGTYPE semaphore key holds no integer permit count')
-end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', '0', count)
-if #expired > 0 then
-  redis.call('zrem', KEYS[2], unpack(expired))
-  value = redis.call('incrby', KEYS[1], #expired)
-  if value > 0 then
-    redis.call('publish', KEYS[3], value)
-  end
-end
+reclaim(count)
 local available = tonumber(value or '0')
 if available >= count then
   redis.call('decrby', KEYS[1], count)

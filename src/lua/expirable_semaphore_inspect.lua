@@ -14,21 +14,8 @@
 --          counter, the new count published), on the server's clock (TIME). An error reply when
 --          the counter holds no integer (WRONGTYPE).
 -- Safe to run twice: a second "update" sets the same lease from a later now.
-local nonexpirable = 922337203685477
-local value = redis.call('get', KEYS[1])
-if value and not tonumber(value) then
-  return redis.error_reply('WRONGTYPE semaphore key holds no integer permit count')
-end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', '0', '1000')
-if #expired > 0 then
-  redis.call('zrem', KEYS[2], unpack(expired))
-  value = redis.call('incrby', KEYS[1], #expired)
-  if value > 0 then
-    redis.call('publish', KEYS[3], value)
-  end
-end
+--!include expirable_prelude.lua
+reclaim('1000')
 if ARGV[1] == 'available' then
   return tonumber(value or '0')
 end

@@ -17,12 +17,7 @@ local done = redis.call('get', KEYS[4])
 if done then
   return tonumber(done)
 end
-local value = redis.call('get', KEYS[1])
-if value and not tonumber(value) then
-  return redis.error_reply('WRONGTYPE semaphore key holds no integer permit count')
-end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+--!include expirable_prelude.lua
 local present = {}
 local lapsed = false
 for i = 3, #ARGV do
