@@ -68,25 +68,33 @@ TEST_F(cli_force_unlock, a_hash_without_a_locks_fields_is_left_untouched) {
   EXPECT_EQ(server_.cli({"EXISTS", "lock"}), "0");
 }
 
-// rlock implements the plain lock only: a read-write or fair lock is refused, not deleted with
-// a wake-up on the wrong channel.
-TEST_F(cli_force_unlock, read_write_and_fair_locks_are_refused) {
+// A read-write lock and a fair lock are released as Redisson's forceUnlock of their kind does:
+// the read-write lock's waiters are told on its channel, the fair lock's queue head on its own.
+TEST_F(cli_force_unlock, read_write_and_fair_locks_are_released_telling_their_waiters) {
   server_.cli({"HSET", "rw", "mode", "write", "6f1c2b9e:57:write", "1"});
+  raw_client rw_waiter = server_.client();
+  ASSERT_EQ(rw_waiter.command({"SUBSCRIBE", "redisson_rwlock:{rw}"}).elements.at(0).str,
+            "subscribe");
   const auto rw = force_unlock("rw");
-  EXPECT_EQ(rw.status, 65) << rw.err;
-  EXPECT_NE(rw.err.find("'rw' is a Redisson read-write lock; rlock force-unlock handles plain "
-                        "locks only: use Redisson's forceUnlock"),
-            std::string::npos)
-      << rw.err;
-  EXPECT_EQ(rw.out, "");
-  EXPECT_EQ(server_.cli({"EXISTS", "rw"}), "1");
+  EXPECT_EQ(rw.status, 0) << rw.err;
+  EXPECT_EQ(server_.cli({"EXISTS", "rw"}), "0");
+  EXPECT_TRUE(rw_waiter.read(5s).has_value()) << "the read-write lock's waiters were not told";
 
   server_.cli({"HSET", "fl", "6f1c2b9e:1", "1"});
   server_.cli({"RPUSH", "redisson_lock_queue:{fl}", "w:2"});
+  const auto far =
+      std::to_string(std::stoll(server_.cli_reply({"TIME"}).elements.at(0).str) + 600) + "000";
+  server_.cli({"ZADD", "redisson_lock_timeout:{fl}", far, "w:2"});
+  raw_client head = server_.client();
+  ASSERT_EQ(head.command({"SUBSCRIBE", "redisson_lock__channel:{fl}:w:2"}).elements.at(0).str,
+            "subscribe");
   const auto fl = force_unlock("fl");
-  EXPECT_EQ(fl.status, 65) << fl.err;
-  EXPECT_NE(fl.err.find("'fl' is a Redisson fair lock"), std::string::npos) << fl.err;
-  EXPECT_EQ(server_.cli({"EXISTS", "fl"}), "1");
+  EXPECT_EQ(fl.status, 0) << fl.err;
+  EXPECT_EQ(server_.cli({"EXISTS", "fl"}), "0");
+  const auto told = head.read(5s);
+  ASSERT_TRUE(told.has_value()) << "the fair lock's head was not told";
+  EXPECT_EQ(told->elements.at(2).str, "0");
+  EXPECT_EQ(server_.cli({"LLEN", "redisson_lock_queue:{fl}"}), "1") << "the live head stays";
 }
 
 // A server that holds writes (CLIENT PAUSE WRITE) cannot hold force-unlock beyond the bound its

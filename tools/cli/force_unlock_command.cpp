@@ -33,8 +33,9 @@ constexpr const char* force_unlock_footer =
     "A key that is not a lock is left untouched (exit 65): not a hash, or a hash without\n"
     "Redisson's lock fields (\"<id>:<thread-id>\" = holds, and for a read-write lock\n"
     "\"mode\"), such as an application's hash.\n"
-    "A Redisson read-write lock or fair lock is refused too (exit 65): rlock does not\n"
-    "implement their wake-ups; use Redisson's forceUnlock.\n"
+    "A Redisson read-write lock or fair lock is released as Redisson's forceUnlock of that\n"
+    "kind does: a read-write lock's waiters are told on its channel, a fair lock's queue head\n"
+    "on its own (stale heads are dropped first).\n"
     "\n"
     "Time bound: after connecting (within --connect-timeout), reading the lock, the\n"
     "force-unlock script and the read after it each get one --timeout, and the script is\n"
@@ -48,8 +49,8 @@ constexpr const char* force_unlock_footer =
     "holds it now) as usual, says on stderr that the waiters could not be notified, and\n"
     "exits 77.\n"
     "\n"
-    "Exit status: 0 released or no lock; 64 usage; 65 not a lock, or a read-write or fair\n"
-    "lock; 66 a password or TLS file cannot be read; 69 server unavailable, or no answer in\n"
+    "Exit status: 0 released or no lock; 64 usage; 65 not a lock; 66 a password or TLS file\n"
+    "cannot be read; 69 server unavailable, or no answer in\n"
     "time; 70 other server error; 77 the ACL user may not run a command force-unlock needs\n"
     "(NOPERM; with \"released\" on stdout: the lock was released, its waiters not notified).\n";
 
@@ -122,7 +123,6 @@ int run_force_unlock(const force_unlock_options& opts) {
   const std::chrono::milliseconds bound = cfg.timeout;
   force_unlock_outcome result;
   try {
-    rlock::lock lock = client.get_lock(opts.name);
     // Redisson's forceUnlock deletes whatever the key holds: refuse to touch a non-lock key.
     // (A key that changes between this read and the delete is not caught.)
     lock_report report;
@@ -140,17 +140,15 @@ int run_force_unlock(const force_unlock_options& opts) {
                               (type == "hash" ? " without a lock's fields" : "") +
                               ", not a lock: left untouched");
     }
-    // rlock implements the plain lock only: Redisson's forceUnlock of these kinds wakes other
-    // channels (and a fair lock's queue head), which a plain force_unlock would not.
-    if (report.kind == "read_write_lock" || report.kind == "fair_lock") {
-      throw command_error(exit_codes::data_error,
-                          "'" + opts.name + "' is a Redisson " +
-                              (report.kind == "fair_lock" ? "fair lock" : "read-write lock") +
-                              "; rlock force-unlock handles plain locks only: use Redisson's "
-                              "forceUnlock. Left untouched");
-    }
+    // Each kind's own forceUnlock: a read-write lock's waiters listen on its channel, a fair
+    // lock's queue head on its own, which a plain lock's release would not tell.
+    const auto force = [&client, &opts, kind = report.kind] {
+      if (kind == "read_write_lock") return client.get_read_write_lock(opts.name).force_unlock();
+      if (kind == "fair_lock") return client.get_fair_lock(opts.name).force_unlock();
+      return client.get_lock(opts.name).force_unlock();
+    };
     try {
-      result.released = call_within(client, bound, [&lock] { return lock.force_unlock(); });
+      result.released = call_within(client, bound, force);
     } catch (const rlock::error& e) {
       if (e.code() != rlock::errc::no_permission) throw;
       // Redis runs a script up to the command the ACL refuses and keeps what it did: the DEL
