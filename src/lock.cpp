@@ -100,13 +100,13 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   }
   r.stop = std::move(o.stop);
   r.error_detail = o.error_detail;
+  r.kind = kind_;
   r.spin = spin_;
   if (kind_ == lock_kind::fair) {
     // Redisson's threadWaitTime: the wait, or fair_lock_wait_timeout for a wait without end or
     // a single attempt (which never queues).
     const auto& cfg = svc_->engine()->cfg();
     r.fair_wait = o.wait && o.wait->count() > 0 ? *o.wait : cfg.fair_lock_wait_timeout;
-    r.fair = true;
   }
   // A posted call's reply is read by the I/O thread, which runs its completion too: a polling
   // caller that read it would handle this lock's state on its own core (blocking.hpp).

@@ -276,7 +276,7 @@ void lock_service::start(const std::shared_ptr<op>& o) {
     o->prior_count = h == e.holds.end() ? 0 : h->second.count;
     if (h != e.holds.end()) o->watchdog_id = h->second.watchdog_id;
     // A fair waiter listens on its own channel, whatever this process hears on the others.
-    subscribed = o->req.fair ? channels::none : e.level;
+    subscribed = o->req.kind == lock_kind::fair ? channels::none : e.level;
     // Re-entry and single attempts do not queue: the owner already holds the lock, or the
     // caller asked for exactly one try.
     if (o->prior_count == 0 && !o->req.single_attempt) {
@@ -285,7 +285,8 @@ void lock_service::start(const std::shared_ptr<op>& o) {
       // contends.
       // A spin lock's waiter never joins the Redis queue: it contends only as the local head.
       // A fair lock's waiter queues in Redis on arrival, as queued mode's.
-      head = (core_->cfg().lock_queue && !o->req.spin) || o->req.fair || e.queue.empty();
+      head = (core_->cfg().lock_queue && o->req.kind == lock_kind::reentrant) ||
+             o->req.kind == lock_kind::fair || e.queue.empty();
       e.queue.push_back(o);
       o->queued = true;
       if (e.linger) e.linger->cancel();
@@ -362,7 +363,7 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   auto on_reply = [self = shared_from_this(), o](exec_result res) {
     long long server_ms = -1;
     const acquire_fsm::reply r = decode_acquire(res, server_ms);
-    if (!r.acquired && !r.ec && o->enqueued && !o->req.fair) {
+    if (!r.acquired && !r.ec && o->enqueued && o->req.kind != lock_kind::fair) {
       // Queued in Redis: from now on its entry needs refreshing. (An acquire that succeeds at
       // once, the uncontended case, never arms the refresh timer.)
       std::lock_guard svc_lk(self->mu_);
@@ -397,12 +398,13 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
       return f.on_reply(clock::now(), answer);
     });
   };
-  if (o->req.fair) {
+  // A re-entry is never queued (refused, it becomes a fresh acquire, which may be), nor is a
+  // single attempt.
+  const bool may_queue = !o->req.single_attempt && o->prior_count == 0;
+  if (o->req.kind == lock_kind::fair) {
     const std::string queue = fair_queue_key(o->req.raw_name);
     const std::string timeouts = fair_timeout_key(o->req.raw_name);
-    // A re-entry never queues (refused, it becomes a fresh acquire, which may); a single
-    // attempt never does either ("0").
-    const bool may_queue = !o->req.single_attempt && o->prior_count == 0;
+    // ARGV[4]: the wait time for an acquire that may queue, else "0".
     const std::string wait = may_queue ? std::to_string(o->req.fair_wait.count()) : "0";
     if (may_queue) o->enqueued = true;
     const std::string_view keys[] = {o->req.raw_name, queue, timeouts};
@@ -411,10 +413,8 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
     core_->eval(fair_lock_acquire_script(), keys, args, opts, std::move(on_reply));
     return;
   }
-  if (core_->cfg().lock_queue && !o->req.spin) {
+  if (core_->cfg().lock_queue && o->req.kind == lock_kind::reentrant) {
     const std::string queue = queue_key(o->req.raw_name);
-    // A re-entry is never queued: refused, it becomes a fresh acquire, which may be.
-    const bool may_queue = !o->req.single_attempt && o->prior_count == 0;
     // ARGV[4]: "<liveness>:<token>" for an acquire that may queue, else "0".
     std::string queue_entry = "0";
     if (may_queue) {

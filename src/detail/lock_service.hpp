@@ -42,13 +42,13 @@ struct acquire_request {
   /// The request's completions may run on the waiting thread (a blocking acquire reading its
   /// own reply: exec_options::completes_on_caller).
   bool completes_on_caller = false;
-  /// A spin lock's acquire (spin_lock.hpp): waits by sleeping these steps instead of
-  /// subscribing, never joins the wait queue, and its undo publishes nothing.
-  std::optional<spin_backoff> spin;
-  /// A fair lock's acquire (Redisson's RFairLock): queued in Redis in arrival order, told on its
-  /// own channel when it is the head and the lock is free; `fair_wait` is Redisson's
+  /// The handle's kind: its scripts and its wait. A spin lock's acquire (spin_lock.hpp) sleeps
+  /// `spin`'s steps instead of subscribing, never joins the wait queue, and its undo publishes
+  /// nothing. A fair lock's (Redisson's RFairLock) queues in Redis in arrival order and is told
+  /// on its own channel when it is the head and the lock is free; `fair_wait` is Redisson's
   /// threadWaitTime (how long its queue entry lasts behind the one before it).
-  bool fair = false;
+  lock_kind kind = lock_kind::reentrant;
+  std::optional<spin_backoff> spin;  ///< set exactly for lock_kind::spin
   std::chrono::milliseconds fair_wait{};
 };
 

@@ -22,10 +22,8 @@ void lock_service::release_or_leave(const std::shared_ptr<op>& o) {
   u->channel = o->channel;
   u->owner = o->owner;
   u->lease = o->lease;
-  u->kind = o->req.fair               ? lock_kind::fair
-            : o->req.spin.has_value() ? lock_kind::spin
-                                      : lock_kind::reentrant;
-  if (o->req.fair && o->enqueued) u->fair_wait = o->req.fair_wait;
+  u->kind = o->req.kind;
+  if (o->req.kind == lock_kind::fair && o->enqueued) u->fair_wait = o->req.fair_wait;
   u->expected = std::to_string(o->prior_count + 1);
   u->latch = unlock_latch(o->req.raw_name, random_request_id());
   // Every attempt of the acquire was sent before now; a hold it left (or a hand-off to it) ends

@@ -50,7 +50,7 @@ void lock_service::subscribe_fair_waiter(const std::shared_ptr<op>& o, clock::ti
 
 void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until,
                                      channels level) {
-  if (o->req.fair) {
+  if (o->req.kind == lock_kind::fair) {
     subscribe_fair_waiter(o, until);
     return;
   }
@@ -144,7 +144,8 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
       self->maybe_linger_locked(name, e);
     }
     for (auto& w : told) {
-      if (w->req.fair) continue;  // listens on its own channel (subscribe_fair_waiter)
+      // A fair waiter listens on its own channel (subscribe_fair_waiter).
+      if (w->req.kind == lock_kind::fair) continue;
       self->step(w, [ec, have_now](acquire_fsm& f) {
         return f.on_subscribed(clock::now(), ec, have_now);
       });
