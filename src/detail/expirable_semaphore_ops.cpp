@@ -210,14 +210,8 @@ void expirable_semaphore_service::inspect(const std::string& raw_name, expirable
 
 void expirable_semaphore_service::set(const std::string& raw_name, bool init, std::int64_t permits,
                                       count_callback done) {
-  const std::string channel = semaphore_channel(raw_name);
-  const std::string latch = semaphore_latch(raw_name);
-  const std::string count = std::to_string(permits);
-  const std::string ttl = once_ttl_ms(core_->cfg());
-  const std::string_view keys[] = {raw_name, channel, latch};
-  const std::string_view args[] = {init ? "init" : "add", count, ttl};
-  core_->eval(semaphore_set_script(), keys, args, once_options(raw_name),
-              integer_result(std::move(done)));
+  change_semaphore(core_, raw_name, init ? semaphore_change::init : semaphore_change::add, permits,
+                   std::move(done));
 }
 
 void expirable_semaphore_service::shutdown() {

@@ -108,7 +108,12 @@ void semaphore_service::shutdown() {
 void semaphore_service::change(
     const std::string& raw_name, semaphore_change what, std::int64_t permits,
     std::function<void(std::error_code, std::int64_t, const std::string&)> done) {
-  const std::shared_ptr<core>& c = core_;
+  change_semaphore(core_, raw_name, what, permits, std::move(done));
+}
+
+void change_semaphore(const std::shared_ptr<core>& c, const std::string& raw_name,
+                      semaphore_change what, std::int64_t permits,
+                      std::function<void(std::error_code, std::int64_t, const std::string&)> done) {
   const std::string channel = semaphore_channel(raw_name);
   const std::string latch = semaphore_latch(raw_name);
   const std::string count = std::to_string(permits);

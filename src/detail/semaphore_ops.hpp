@@ -37,6 +37,13 @@ std::vector<const script*> semaphore_scripts();
 /// The kinds of semaphore_set.lua, and release.
 enum class semaphore_change { init, add, drain, release };
 
+/// Runs one change of the counter `raw_name` at most once (its latch), as
+/// semaphore_service::change says; also the permit-expirable semaphore's set and add, on the
+/// same counter and channel.
+void change_semaphore(const std::shared_ptr<core>& c, const std::string& raw_name,
+                      semaphore_change what, std::int64_t permits,
+                      std::function<void(std::error_code, std::int64_t, const std::string&)> done);
+
 /// The semaphores of one client: their requests, and the acquires that wait.
 class semaphore_service : public std::enable_shared_from_this<semaphore_service> {
  public:
