@@ -211,9 +211,11 @@ struct config {
   /// Lease of a lock taken without an explicit lease; renewed every third of it while held.
   std::chrono::milliseconds lock_watchdog_timeout = 30000ms;
   /// A fair lock's wait time for an acquire without a wait (lock()) (Redisson's
-  /// fairLockWaitTimeout, its threadWaitTime): a queued waiter is evicted when it has been the
-  /// head this long without taking the lock (a crashed waiter), or has waited behind the others
-  /// that long in all. A live waiter that is evicted queues again, at the tail.
+  /// fairLockWaitTimeout, its threadWaitTime): a queued waiter that stops trying (crashed)
+  /// blocks the queue, once it is the head, until its eviction time: about this long after its
+  /// last try (later when it joined behind longer times). A live rlock waiter tries at least
+  /// three times per wait time and is not evicted (lock.hpp); a Java waiter is, once it has
+  /// waited this long in all (Redisson #3004), and then queues again at the tail.
   std::chrono::milliseconds fair_lock_wait_timeout = 300000ms;
   /// Locks renewed per renewal script. A renewal round's scripts are spread over the first
   /// half of the renewal period, most urgent lease first.

@@ -19,8 +19,11 @@
 // "redisson_lock_timeout:{<name>}") and are served in arrival order, each told on its own channel
 // "redisson_lock__channel:{<name>}:<owner field>" when it is the head and the lock is free; a
 // waiter that gives up leaves the queue, a crashed one is evicted at its time (its wait, or
-// config::fair_lock_wait_timeout), a live one evicted that way queues again at the tail. Its
-// failure semantics are the reentrant lock's below.
+// config::fair_lock_wait_timeout). A live rlock waiter is not evicted, however long the hold it
+// waits behind (unlike Redisson's, #3004): it tries again at least three times per wait time and
+// each try moves its eviction time out to (its place + 1) wait times from now, which holds while
+// the waiters ahead of it use no longer a wait time than it does (a take or leave ahead lowers
+// its time by the taker's wait). Its failure semantics are the reentrant lock's below.
 //
 // Ownership: a hold belongs to an owner id within its client. The blocking API uses the calling
 // thread's id (like Redisson's thread id), so std::lock_guard, std::unique_lock and

@@ -39,6 +39,7 @@ acquire_fsm::action acquire_fsm::wait_for_ttl(time_point now) {
     const auto ttl_end = now + std::chrono::milliseconds(last_ttl_ + 1);
     a.until = std::min(a.until, ttl_end);
   }
+  if (p_.max_wait.count() > 0) a.until = std::min(a.until, now + p_.max_wait);
   return a;
 }
 

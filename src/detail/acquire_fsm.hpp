@@ -22,6 +22,7 @@
 //   - a hand-off (queued mode) completes the acquire in any waiting state;
 //   - a re-entry refused because its owner's hold is gone is tried again at once, once, as a
 //     fresh acquire, within the deadline (a single-attempt acquire too);
+//   - a wait between attempts never outlasts params::max_wait, when set (a fair waiter);
 //   - spin mode (a spin lock, params::spin): never subscribes; after each failed attempt it
 //     sleeps the next spin_delays step, cut short by the TTL the attempt saw (+1 ms) and by the
 //     deadline; a wake-up (a local release) during a sleep or an attempt re-tries as in the
@@ -50,6 +51,10 @@ class acquire_fsm {
     /// Spin mode: waits by sleeping these steps instead of subscribing.
     std::optional<spin_backoff> spin;
     std::uint64_t spin_seed = 0;  ///< the jitter's seed (spin mode)
+    /// A wait between attempts is never longer than this (0: no bound beyond the TTL and the
+    /// deadline). A fair lock's waiter retries at least three times per wait time: each
+    /// attempt moves its eviction time out (fair_lock_acquire.lua).
+    std::chrono::milliseconds max_wait{0};
   };
 
   /// The channels a waiter listens on, in increasing order. `handoff`: its process's hand-off

@@ -161,6 +161,11 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
   p.single_attempt = req.single_attempt;
   p.subscription_timeout = core_->cfg().subscription_timeout;
   p.spin = req.spin;
+  // A fair waiter's attempts keep its queue entry from being evicted as stale: at least three
+  // per wait time.
+  if (req.kind == lock_kind::fair) {
+    p.max_wait = std::max(req.fair_wait / 3, std::chrono::milliseconds(1));
+  }
   const std::uint64_t token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
   // Each acquire's jitter differs: waiters of one name in different processes draw their own.
   p.spin_seed = token ^ std::hash<std::string>{}(core_->id());

@@ -15,7 +15,9 @@
 --          is free but the queue's head has not taken it yet, the time until that head's
 --          eviction (it is told on its channel; this waiter, once head, is told too).
 -- A waiting acquire that finds the lock held queues the owner, once: its eviction time is the
--- one of the waiter before it (or the lock's TTL) plus the wait time.
+-- one of the waiter before it (or the lock's TTL) plus the wait time. Its later attempts, while
+-- it is queued, move that time out to (its position + 1) wait times from now (never nearer), so
+-- a waiter that tries again at least once per wait time is never evicted as stale.
 local fair_queue, fair_timeouts = KEYS[2], KEYS[3]
 --!include fair_prelude.lua
 fair_purge()
@@ -70,7 +72,32 @@ end
 if ARGV[4] == '0' then
   return retry_in()
 end
-if not redis.call('zscore', KEYS[3], ARGV[2]) then
+local score = redis.call('zscore', KEYS[3], ARGV[2])
+if score then
+  -- Already queued: a live waiter's retry moves its eviction time out to (position + 1) wait
+  -- times from now, never nearer (Redisson's scripts only read and lower the times, and a
+  -- waiter moves up one place each time they lower its time by one wait, so it still has one
+  -- wait time left when it is the head). Redisson's waiters never do this, so a live one that
+  -- waited longer than its wait time in all is evicted (#3004).
+  local pos
+  if redis.REDIS_VERSION_NUM then
+    pos = redis.call('lpos', KEYS[2], ARGV[2])
+  else
+    local queue = redis.call('lrange', KEYS[2], '0', '-1')
+    for i, waiter in ipairs(queue) do
+      if waiter == ARGV[2] then
+        pos = i - 1
+        break
+      end
+    end
+  end
+  if pos then
+    local refreshed = fair_now + (pos + 1) * tonumber(ARGV[4])
+    if tonumber(score) < refreshed then
+      redis.call('zadd', KEYS[3], refreshed, ARGV[2])
+    end
+  end
+else
   local last = redis.call('lindex', KEYS[2], -1)
   local ttl
   local before = last and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last)

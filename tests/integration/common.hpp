@@ -40,6 +40,21 @@ inline long long ms_since(steady::time_point t0) {
   return ms_between(t0, steady::now());
 }
 
+/// The server's clock in epoch ms (TIME).
+inline long long server_ms(const redis_server& server) {
+  const auto t = server.cli_reply({"TIME"});
+  return std::stoll(t.elements.at(0).str) * 1000 + std::stoll(t.elements.at(1).str) / 1000;
+}
+
+/// Calls of `command` (lower case) the server has counted (INFO commandstats; those run inside
+/// scripts too).
+inline long calls_of(const redis_server& server, const std::string& command) {
+  const auto info = server.cli({"INFO", "commandstats"});
+  const auto line = info.find("cmdstat_" + command + ":calls=");
+  if (line == std::string::npos) return 0;
+  return std::stol(info.substr(line + command.size() + 15));
+}
+
 /// EVALSHA calls the server has counted (INFO commandstats), rejected ones included (refused
 /// before they ran, as with MISCONF; a script refused inside counts as a call).
 inline long evalsha_calls(const redis_server& server) {

@@ -15,13 +15,6 @@
 namespace rlock::test {
 namespace {
 
-/// GET calls the server has counted (INFO commandstats).
-long get_calls(const redis_server& server) {
-  const auto info = server.cli({"INFO", "commandstats"});
-  const auto line = info.find("cmdstat_get:calls=");
-  return line == std::string::npos ? 0 : std::stol(info.substr(line + 18));
-}
-
 TEST(countdown_latch, keeps_redissons_layout_and_counts_down_to_zero) {
   redis_server server;
   client c(config_for(server));
@@ -73,7 +66,7 @@ TEST(countdown_latch, a_waiter_wakes_at_zero_without_polling) {
   client c(config_for(server));
   countdown_latch l = c.get_countdown_latch("wake");
   ASSERT_TRUE(l.try_set_count(3));
-  const long before = get_calls(server);
+  const long before = calls_of(server, "get");
   auto waiter = std::async(std::launch::async, [&] {
     client other(config_for(server));
     return other.get_countdown_latch("wake").await_for(30s);
@@ -84,7 +77,7 @@ TEST(countdown_latch, a_waiter_wakes_at_zero_without_polling) {
   // Counted down by a peer's plain DECR (no script, so every GET counted is the waiter's).
   EXPECT_EQ(server.cli({"DECR", "wake"}), "2");
   EXPECT_EQ(server.cli({"DECR", "wake"}), "1");
-  EXPECT_LE(get_calls(server) - before, 2) << "reads before zero";
+  EXPECT_LE(calls_of(server, "get") - before, 2) << "reads before zero";
   const auto t0 = steady::now();
   EXPECT_EQ(l.count_down(), 0);
   EXPECT_TRUE(waiter.get());

@@ -17,11 +17,6 @@
 namespace rlock::test {
 namespace {
 
-long long server_ms(const redis_server& server) {
-  const auto t = server.cli_reply({"TIME"});
-  return std::stoll(t.elements.at(0).str) * 1000 + std::stoll(t.elements.at(1).str) / 1000;
-}
-
 long long llen(const redis_server& server, const std::string& key) {
   return server.cli_reply({"LLEN", key}).integer;
 }
@@ -133,6 +128,66 @@ TEST(fair_lock, reentrant_and_renewed_like_a_lock) {
   l.unlock_or_throw();
   EXPECT_EQ(server.cli({"EXISTS", "re"}), "0");
   EXPECT_EQ(code_of([&] { l.unlock_or_throw(); }), make_error_code(errc::not_owner));
+}
+
+// Beyond Redisson (#3004): waiters that stay queued longer than their wait time in all, behind
+// a hold the watchdog keeps alive, are not evicted as stale: each attempt moves its eviction
+// time out. They keep their places and are served in arrival order.
+TEST(fair_lock, live_waiters_that_outlast_their_wait_time_keep_their_places) {
+  redis_server server;
+  config holder_cfg = config_for(server);
+  holder_cfg.lock_watchdog_timeout = 600ms;
+  client holder(holder_cfg);
+  auto h = holder.get_fair_lock("live");
+  h.lock();
+  server.cli({"CONFIG", "RESETSTAT"});
+  config waiter_cfg = config_for(server);
+  waiter_cfg.fair_lock_wait_timeout = 1000ms;
+  std::vector<std::unique_ptr<client>> clients;
+  std::vector<std::future<void>> done;
+  std::mutex mu;
+  std::vector<int> order;
+  for (int i = 0; i < 2; ++i) {
+    clients.push_back(std::make_unique<client>(waiter_cfg));
+    client& c = *clients.back();
+    done.push_back(std::async(std::launch::async, [&c, &mu, &order, i] {
+      auto l = c.get_fair_lock("live");
+      l.lock();
+      {
+        std::lock_guard lk(mu);
+        order.push_back(i);
+      }
+      l.unlock_or_throw();
+    }));
+    ASSERT_TRUE(
+        wait_until([&] { return llen(server, "redisson_lock_queue:{live}") == i + 1; }, 10s));
+  }
+  const auto queue = server.cli_reply({"LRANGE", "redisson_lock_queue:{live}", "0", "-1"});
+  ASSERT_EQ(queue.elements.size(), 2U);
+  const std::string first = queue.elements[0].str;
+  const std::string second = queue.elements[1].str;
+  // Redisson's eviction times at arrival: the last one's is the later.
+  const long long evicted_by =
+      std::stoll(server.cli({"ZSCORE", "redisson_lock_timeout:{live}", second}));
+  ASSERT_TRUE(wait_until([&] { return server_ms(server) > evicted_by + 500; }, 20s));
+  // Any fair script purges stale heads first: here a single attempt of another client.
+  client other(config_for(server));
+  EXPECT_FALSE(other.get_fair_lock("live").try_lock());
+  const auto now_queue = server.cli_reply({"LRANGE", "redisson_lock_queue:{live}", "0", "-1"});
+  ASSERT_EQ(now_queue.elements.size(), 2U);
+  EXPECT_EQ(now_queue.elements[0].str, first) << "the head was evicted";
+  EXPECT_EQ(now_queue.elements[1].str, second);
+  // An eviction is an LPOP of the queue's head (the waiter then queues again at the tail).
+  EXPECT_EQ(calls_of(server, "lpop"), 0) << "a live waiter was evicted";
+  const long long now = server_ms(server);
+  EXPECT_GT(std::stoll(server.cli({"ZSCORE", "redisson_lock_timeout:{live}", first})), now);
+  EXPECT_GT(std::stoll(server.cli({"ZSCORE", "redisson_lock_timeout:{live}", second})), now);
+  h.unlock_or_throw();
+  for (auto& f : done) f.get();
+  EXPECT_EQ(order, (std::vector<int>{0, 1}));
+  EXPECT_EQ(
+      server.cli({"EXISTS", "live", "redisson_lock_queue:{live}", "redisson_lock_timeout:{live}"}),
+      "0");
 }
 
 // A Java waiter that crashed at the head (its entry stays, it never takes the free lock) blocks

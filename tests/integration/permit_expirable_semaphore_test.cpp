@@ -16,12 +16,6 @@
 namespace rlock::test {
 namespace {
 
-/// The server's clock in epoch ms (TIME).
-long long server_ms(const redis_server& server) {
-  const auto t = server.cli_reply({"TIME"});
-  return std::stoll(t.elements.at(0).str) * 1000 + std::stoll(t.elements.at(1).str) / 1000;
-}
-
 TEST(permit_expirable_semaphore, keeps_redissons_layout) {
   redis_server server;
   client c(config_for(server));

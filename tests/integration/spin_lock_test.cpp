@@ -14,14 +14,6 @@
 namespace rlock::test {
 namespace {
 
-/// Calls of `command` the server has counted (INFO commandstats; inside scripts too).
-long calls_of(const redis_server& server, const std::string& command) {
-  const auto info = server.cli({"INFO", "commandstats"});
-  const auto line = info.find("cmdstat_" + command + ":calls=");
-  if (line == std::string::npos) return 0;
-  return std::stol(info.substr(line + command.size() + 14));
-}
-
 TEST(spin_lock, mutual_exclusion_across_three_processes_with_no_pubsub_at_all) {
   redis_server server;
   std::vector<child_process> workers;

@@ -140,6 +140,29 @@ TEST(acquire_fsm, lock_without_ttl_waits_for_a_message_or_the_deadline) {
   EXPECT_EQ(a.until, t0 + 10s);
 }
 
+// A fair waiter (params::max_wait) tries again at least that often, whatever the TTL says and
+// with no TTL at all, so that each attempt can move its queue entry's eviction time out.
+TEST(acquire_fsm, max_wait_bounds_every_wait_between_attempts) {
+  acquire_fsm::params p;
+  p.subscription_timeout = 7500ms;
+  p.max_wait = 100ms;
+  acquire_fsm f(p);
+  f.start(t0, true, all);
+  auto a = f.on_reply(t0, held(30000));
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(a.until, t0 + 100ms);
+  a = f.on_timer(a.until);
+  ASSERT_EQ(a.kind, kind::send_acquire);
+  a = f.on_reply(t0 + 101ms, held(-1));
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(a.until, t0 + 201ms) << "a lock without a TTL too";
+  a = f.on_timer(a.until);
+  ASSERT_EQ(a.kind, kind::send_acquire);
+  a = f.on_reply(t0 + 202ms, held(20));
+  ASSERT_EQ(a.kind, kind::wait);
+  EXPECT_EQ(a.until, t0 + 202ms + 21ms) << "a shorter TTL still ends the wait first";
+}
+
 TEST(acquire_fsm, wake_during_an_attempt_folds_into_one_retry) {
   auto f = make();
   f.start(t0, true, all);
