@@ -135,8 +135,8 @@ std::vector<permit_expirable_semaphore::permit_id> permit_expirable_semaphore::a
 }
 
 std::int64_t permit_expirable_semaphore::inspect(int what, const permit_id& id,
-                                                 std::optional<milliseconds> lease,
-                                                 const char* op) {
+                                                 std::optional<milliseconds> lease, const char* op,
+                                                 std::int64_t total) {
   std::string bytes;
   if (!id.empty() || what == static_cast<int>(expirable_inspect::lease) ||
       what == static_cast<int>(expirable_inspect::update)) {
@@ -151,7 +151,10 @@ std::int64_t permit_expirable_semaphore::inspect(int what, const permit_id& id,
   }
   check_blocking_allowed();
   detail::blocking_result<detail::call_outcome<std::int64_t>> w;
-  svc_->inspect(key_, static_cast<expirable_inspect>(what), bytes, lease,
+  const std::string number = what == static_cast<int>(expirable_inspect::set)
+                                 ? std::to_string(total)
+                                 : detail::expirable_lease_arg(lease);
+  svc_->inspect(key_, static_cast<expirable_inspect>(what), bytes, number,
                 [&w](std::error_code ec, std::int64_t n, const std::string& detail) {
                   w.set({ec, n, detail});
                 });
@@ -192,6 +195,20 @@ std::int64_t permit_expirable_semaphore::available_permits() {
 std::int64_t permit_expirable_semaphore::acquired_permits() {
   return inspect(static_cast<int>(expirable_inspect::acquired), {}, std::nullopt,
                  "acquired_permits");
+}
+
+std::int64_t permit_expirable_semaphore::total_permits() {
+  return inspect(static_cast<int>(expirable_inspect::permits), {}, std::nullopt, "total_permits");
+}
+
+std::int64_t permit_expirable_semaphore::set_permits(std::int64_t permits) {
+  if (permits < 0) {
+    throw error(make_error_code(errc::invalid_argument),
+                "set_permits '" + name_ + "': permits must not be negative, not " +
+                    std::to_string(permits));
+  }
+  return inspect(static_cast<int>(expirable_inspect::set), {}, std::nullopt, "set_permits",
+                 permits);
 }
 
 std::optional<permit_expirable_semaphore::permit_id> permit_expirable_semaphore::try_acquire(

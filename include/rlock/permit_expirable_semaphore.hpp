@@ -95,6 +95,16 @@ class permit_expirable_semaphore {
   std::int64_t available_permits();
   /// The permits taken and not expired, after reclaiming expired ones.
   std::int64_t acquired_permits();
+  /// The permits in all: available plus taken and not expired, after reclaiming expired ones
+  /// (Redisson's getPermits).
+  std::int64_t total_permits();
+  /// Makes the permits in all `permits` (Redisson's setPermits): the available count becomes
+  /// `permits` minus those taken and not expired, and is returned. It is negative while more
+  /// are taken than `permits`: their releases then go to paying that back. Waiters are told
+  /// (the message is `permits`, as Redisson's) when anything changed. Throws
+  /// errc::invalid_argument for a negative `permits`. A resend after a lost reply sets the same
+  /// total (acquires and releases in between move permits, not the total).
+  std::int64_t set_permits(std::int64_t permits);
 
   /// One try: a permit with `lease` (nullopt: it never expires) if one is available now.
   std::optional<permit_id> try_acquire(std::optional<milliseconds> lease = std::nullopt);
@@ -171,7 +181,7 @@ class permit_expirable_semaphore {
                                        std::optional<milliseconds> lease, std::int64_t permits,
                                        std::stop_token stop, const char* op);
   std::int64_t inspect(int what, const permit_id& id, std::optional<milliseconds> lease,
-                       const char* op);
+                       const char* op, std::int64_t total = 0);
   std::int64_t set(bool init, std::int64_t permits, const char* op);
   void check_blocking_allowed() const;
 

@@ -29,11 +29,11 @@ void give_back(const std::shared_ptr<core>& c, const std::string& raw_name,
   c->eval(expirable_semaphore_release_script(), keys, args, o, [](const exec_result&) {});
 }
 
-std::string lease_arg(std::optional<std::chrono::milliseconds> lease) {
+}  // namespace
+
+std::string expirable_lease_arg(std::optional<std::chrono::milliseconds> lease) {
   return lease ? std::to_string(lease->count()) : std::string("-1");
 }
-
-}  // namespace
 
 std::string expirable_semaphore_timeout_key(std::string_view raw_name) {
   std::string out;
@@ -133,7 +133,7 @@ void expirable_semaphore_service::acquire(std::string raw_name, std::int64_t per
                                             const std::string& detail) {
     done(ec, taken ? *ids : std::vector<std::string>{}, detail);
   };
-  spec.attempt = [c = core_, key = std::move(raw_name), ids, lease_ms = lease_arg(lease),
+  spec.attempt = [c = core_, key = std::move(raw_name), ids, lease_ms = expirable_lease_arg(lease),
                   deadline](std::function<void(const attempt_outcome&)> then) {
     const std::string timeouts = expirable_semaphore_timeout_key(key);
     const std::string channel = semaphore_channel(key);
@@ -188,21 +188,35 @@ void expirable_semaphore_service::release(const std::string& raw_name, std::vect
 }
 
 void expirable_semaphore_service::inspect(const std::string& raw_name, expirable_inspect what,
-                                          const std::string& id,
-                                          std::optional<std::chrono::milliseconds> lease,
+                                          const std::string& id, const std::string& number,
                                           count_callback done) {
   const std::string timeouts = expirable_semaphore_timeout_key(raw_name);
   const std::string channel = semaphore_channel(raw_name);
-  const std::string lease_ms = lease_arg(lease);
-  const std::string_view kind = what == expirable_inspect::available  ? "available"
-                                : what == expirable_inspect::acquired ? "acquired"
-                                : what == expirable_inspect::lease    ? "lease"
-                                                                      : "update";
+  std::string_view kind = "update";
+  switch (what) {
+    case expirable_inspect::available:
+      kind = "available";
+      break;
+    case expirable_inspect::acquired:
+      kind = "acquired";
+      break;
+    case expirable_inspect::permits:
+      kind = "permits";
+      break;
+    case expirable_inspect::set:
+      kind = "set";
+      break;
+    case expirable_inspect::lease:
+      kind = "lease";
+      break;
+    case expirable_inspect::update:
+      break;
+  }
   const std::string_view keys[] = {raw_name, timeouts, channel};
-  const std::string_view args[] = {kind, id, lease_ms};
+  const std::string_view args[] = {kind, id, number};
   exec_options o;
   // Reclaiming is the same whichever attempt does it; a second update sets the same lease from
-  // a later now.
+  // a later now, a second set finds the total it set.
   o.idempotent = true;
   o.route_key = raw_name;
   core_->eval(expirable_semaphore_inspect_script(), keys, args, o, integer_result(std::move(done)));

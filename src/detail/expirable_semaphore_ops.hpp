@@ -36,6 +36,9 @@ std::string permit_id_hex(std::string_view bytes);
 /// The 16 bytes of a 32-character hex id (either case); nullopt for anything else.
 std::optional<std::string> permit_id_bytes(std::string_view hex);
 
+/// A lease as the scripts take it: its ms, or "-1" for none (the permit never expires).
+std::string expirable_lease_arg(std::optional<std::chrono::milliseconds> lease);
+
 /// The scripts (src/lua/expirable_semaphore_*.lua).
 const script& expirable_semaphore_acquire_script();
 const script& expirable_semaphore_release_script();
@@ -43,7 +46,7 @@ const script& expirable_semaphore_inspect_script();
 std::vector<const script*> expirable_semaphore_scripts();
 
 /// What expirable_semaphore_inspect.lua reads or changes.
-enum class expirable_inspect { available, acquired, lease, update };
+enum class expirable_inspect { available, acquired, permits, set, lease, update };
 
 class expirable_semaphore_service
     : public std::enable_shared_from_this<expirable_semaphore_service> {
@@ -67,8 +70,10 @@ class expirable_semaphore_service
   /// as expirable_semaphore_release.lua returns for "all".
   void release(const std::string& raw_name, std::vector<std::string> ids, count_callback done);
   /// Reclaims expired permits, then reads or updates (expirable_semaphore_inspect.lua).
+  /// `number`: the new lease in ms ("-1": never expires) for `update`, the permits in all for
+  /// `set`; ignored otherwise.
   void inspect(const std::string& raw_name, expirable_inspect what, const std::string& id,
-               std::optional<std::chrono::milliseconds> lease, count_callback done);
+               const std::string& number, count_callback done);
   /// Redisson's trySetPermits (`init`: 1 if set) and addPermits (the new count), at most once
   /// (semaphore_set.lua, the semaphore's: the same counter and channel).
   void set(const std::string& raw_name, bool init, std::int64_t permits, count_callback done);

@@ -11,6 +11,7 @@
 
 #include "common.hpp"
 #include "detail/expirable_semaphore_ops.hpp"
+#include "support/raw_client.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -181,6 +182,52 @@ TEST(permit_expirable_semaphore, many_permits_at_once_all_or_none) {
   EXPECT_EQ(s.acquired_permits(), 4);
   EXPECT_TRUE(s.try_release(ids));
   EXPECT_EQ(s.available_permits(), 5);
+}
+
+// Redisson's setPermits and getPermits: the total is the available count plus the permits
+// taken, and setting it moves the counter only.
+TEST(permit_expirable_semaphore, the_total_is_set_around_the_permits_taken) {
+  redis_server server;
+  client c(config_for(server));
+  auto s = c.get_permit_expirable_semaphore("total");
+  raw_client listener(server.host(), server.port());
+  ASSERT_EQ(listener.command({"SUBSCRIBE", "redisson_sc:{total}"}).elements.at(0).str, "subscribe");
+  EXPECT_EQ(s.total_permits(), 0);
+  EXPECT_EQ(s.set_permits(3), 3) << "a missing counter counts 0";
+  auto message = listener.read(5s);
+  ASSERT_TRUE(message);
+  EXPECT_EQ(message->elements.at(2).str, "3") << "Redisson's message: the total";
+  const auto a = s.try_acquire(10s);
+  const auto b = s.try_acquire();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(s.total_permits(), 3);
+  EXPECT_EQ(s.set_permits(5), 3) << "5 in all, 2 of them taken";
+  EXPECT_EQ(server.cli({"GET", "total"}), "3");
+  message = listener.read(5s);
+  ASSERT_TRUE(message);
+  EXPECT_EQ(message->elements.at(2).str, "5");
+  EXPECT_EQ(s.set_permits(5), 3) << "set again: nothing to change";
+  EXPECT_FALSE(listener.read(300ms)) << "nothing changed, nothing told";
+  // Fewer than are taken: the counter goes below 0 and the releases pay it back.
+  EXPECT_EQ(s.set_permits(1), -1);
+  EXPECT_EQ(s.available_permits(), -1);
+  EXPECT_FALSE(s.try_acquire());
+  EXPECT_TRUE(s.try_release(*a));
+  EXPECT_EQ(s.available_permits(), 0);
+  EXPECT_EQ(s.total_permits(), 1);
+  EXPECT_TRUE(s.try_release(*b));
+  EXPECT_EQ(s.available_permits(), 1);
+  EXPECT_EQ(s.acquired_permits(), 0);
+  // An expired lease counts as given back: the total stays, set or not.
+  server.cli({"ZADD", "{total}:timeout", std::to_string(server_ms(server) - 1), "expired-permit"});
+  EXPECT_EQ(s.total_permits(), 2) << "the expired permit is reclaimed into the counter";
+  EXPECT_EQ(server.cli_reply({"ZCARD", "{total}:timeout"}).integer, 0);
+  EXPECT_EQ(code_of([&] { s.set_permits(-1); }), make_error_code(errc::invalid_argument));
+  EXPECT_EQ(server.cli({"GET", "total"}), "2");
+  server.cli({"SET", "total", "many"});
+  EXPECT_EQ(code_of([&] { s.set_permits(1); }), make_error_code(errc::wrong_type));
+  EXPECT_EQ(code_of([&] { s.total_permits(); }), make_error_code(errc::wrong_type));
+  EXPECT_EQ(server.cli({"GET", "total"}), "many");
 }
 
 TEST(permit_expirable_semaphore, a_lease_is_updated_and_read) {
