@@ -1,7 +1,7 @@
 // A server that closes every connection at once (issue #7, bad input): a real Redis killing all
 // its clients (CLIENT KILL TYPE normal and pubsub), and a listener of our own that closes each
 // connection as soon as it accepts it; and a server that closes idle connections (its `timeout`
-// setting). What rlock guarantees (src/detail/core.cpp, retry_fsm):
+// setting). What rlock guarantees (src/detail/core_requests.cpp, retry_fsm):
 // a request certainly not written is retried within its budget; a written non-idempotent one
 // fails with connection_lost (outcome unknown); lock operations are idempotent and survive.
 #include <gtest/gtest.h>
