@@ -13,6 +13,7 @@
 #include "detail/lock_service.hpp"
 #include "detail/multi_acquire_fsm.hpp"
 #include "detail/stop_either.hpp"
+#include "detail/thread_rng.hpp"
 #include "rlock/error.hpp"
 
 namespace rlock {
@@ -181,8 +182,8 @@ class multi_acquire_op : public std::enable_shared_from_this<multi_acquire_op> {
   }
 
   void released() {
-    thread_local std::minstd_rand rng{std::random_device{}()};
-    const auto pause = std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 50)(rng));
+    const auto pause =
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 50)(thread_rng()));
     fsm::action next;
     {
       std::lock_guard lk(mu_);

@@ -188,6 +188,13 @@ struct config {
   std::chrono::milliseconds connect_timeout = 10000ms;
   /// Bound on subscribing to a channel.
   std::chrono::milliseconds subscription_timeout = 7500ms;
+  /// How often at the least a waiting semaphore, permit-expirable semaphore, countdown latch or
+  /// read-write lock acquire looks again without a message (each time a random time from half
+  /// of this to all of it): a change that nobody announced (a count set or a key deleted by
+  /// hand, a latch key that expired, a peer that does not publish) is seen within it. 0: only
+  /// at messages and resubscriptions, as with Redisson, whose waiters then wait on. (A lock's
+  /// waiters look again at least when the holder's TTL ends.)
+  std::chrono::milliseconds wait_recheck_interval = 10000ms;
   /// Attempts per request in all (Redisson's retryAttempts). A request whose outcome is unknown
   /// is never resent unless it is idempotent.
   int retry_attempts = 4;

@@ -19,8 +19,11 @@
 //     counted.
 //   - Waiting does not poll: a waiter subscribes to the channel and reads the count again at
 //     each message (and after a reconnect, when messages may have gone unheard), until zero or
-//     its deadline. A latch that does not exist counts as zero (as with Redisson), so waiting
-//     on a latch before it is set returns at once: set it first.
+//     its deadline; and, beyond Redisson (whose await then waits on), once per
+//     config::wait_recheck_interval (10 s, jittered) without a message, so that a latch key
+//     that expired or was deleted, or a count changed unannounced, is seen within it. A latch that
+//     does not exist counts as zero (as with Redisson), so waiting on a latch before it is set
+//     returns at once: set it first.
 //   - After a failover to a replica that had not received the last changes (replication is
 //     asynchronous), the count is the replica's: a count down can be lost, and a latch that
 //     had opened can be closed again.

@@ -27,7 +27,8 @@
 //     carries the same ids and takes the permits once. A release counts once when sent again
 //     (a request latch, as the semaphore's).
 //   - Waiting does not poll: a waiter subscribes to the channel and tries again at each release,
-//     and when the nearest lease ends (nobody announces an expiry).
+//     and when the nearest lease ends (nobody announces an expiry), and at least once per
+//     config::wait_recheck_interval (10 s, jittered; a count changed unannounced).
 //   - The holder learns a lease ran out: try_release() returns false (the permit was given back
 //     at its lease's end, or is being now) and release() throws errc::not_owner.
 //   - Not fair (as Redisson's): every waiting process tries at each release.

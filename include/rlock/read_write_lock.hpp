@@ -46,7 +46,8 @@
 //     loss is reported once the holder runs again.
 //   - Waiting does not poll: a waiter subscribes to the channel and tries again at each release,
 //     after a reconnect (releases may have gone unheard), and when the TTL that its failed try
-//     returned has passed (a holder that crashed announces nothing).
+//     returned has passed (a holder that crashed announces nothing), or at the latest after
+//     config::wait_recheck_interval (10 s, jittered).
 //   - Acquire and unlock are idempotent: a lost reply is resent without taking or releasing a
 //     hold twice. An acquire that fails, is stopped or meets shutdown() leaves nothing held: a
 //     try whose outcome is unknown is undone (after closing on the server the connections the

@@ -19,7 +19,9 @@
 //     request, shutdown) leaves no permit taken: a try whose outcome is unknown is undone,
 //     after closing on the server the connections the lost attempt may still run on.
 //   - Waiting does not poll: a waiter subscribes to the channel and tries again at each release
-//     (and after a reconnect, when releases may have gone unheard), until its deadline.
+//     (and after a reconnect, when releases may have gone unheard), until its deadline; and,
+//     beyond Redisson, once per config::wait_recheck_interval (10 s, jittered) without a
+//     message, so that a count changed unannounced (set by hand) is seen within it.
 //   - Not fair: every waiting process tries at each release, and any of them may win (as with
 //     Redisson). A waiter asking for many permits can starve while others take few.
 //   - Permits are not owned: any client may release them, also more than it took; the count

@@ -1,7 +1,11 @@
 #include "detail/channel_wait.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
+
+#include "detail/backoff.hpp"
+#include "detail/thread_rng.hpp"
 
 namespace rlock::detail {
 
@@ -87,7 +91,7 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
       finish_now({}, o.success);
       return;
     }
-    retry_in_ = o.retry_in;
+    retry_in_ = bounded_by_recheck(o.retry_in);
     if (!subscribed_) {
       subscribing_ = true;
       lk.unlock();
@@ -102,6 +106,15 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
     }
     arm_timer_locked();
     arm_retry_locked();
+  }
+
+  // `retry_in`, but never later than the recheck (config::wait_recheck_interval, equal jitter:
+  // waiters of one object do not look again all at once).
+  std::optional<clock::duration> bounded_by_recheck(std::optional<clock::duration> retry_in) {
+    const std::chrono::milliseconds every = core_->cfg().wait_recheck_interval;
+    if (every.count() <= 0) return retry_in;
+    const clock::duration recheck = equal_jitter(every, every).delay(0, thread_rng());
+    return retry_in ? std::min(*retry_in, recheck) : recheck;
   }
 
   // The attempt named a time after which the condition may hold unannounced (a lock's TTL):

@@ -11,7 +11,10 @@
 // in flight.
 //
 // An attempt that fails may name a time to try again without a message (retry_in: a lock's
-// TTL, after which it is free even if nobody announces it, as when its holder crashed).
+// TTL, after which it is free even if nobody announces it, as when its holder crashed). Without
+// one, and never later than that, the wait attempts again after a random time from half of
+// config::wait_recheck_interval to all of it (when not 0): a change that nobody announced (a
+// count set by hand, a deleted or expired key) is seen within that interval.
 //
 // An attempt may hand back an undo: it is run when the wait ends without delivering that
 // attempt's success (stopped or shut down while it was in flight), or when the attempt failed

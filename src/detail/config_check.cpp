@@ -19,6 +19,7 @@ void validate_config(const config& c) {
       {"timeout", c.timeout},
       {"connect_timeout", c.connect_timeout},
       {"subscription_timeout", c.subscription_timeout},
+      {"wait_recheck_interval", c.wait_recheck_interval},
       {"retry_delay_base", c.retry_delay_base},
       {"retry_delay_max", c.retry_delay_max},
       {"ping_connection_interval", c.ping_connection_interval},
@@ -34,6 +35,10 @@ void validate_config(const config& c) {
   if (c.timeout.count() <= 0) bad("timeout must be positive");
   if (c.connect_timeout.count() <= 0) bad("connect_timeout must be positive");
   if (c.subscription_timeout.count() <= 0) bad("subscription_timeout must be positive");
+  if (c.wait_recheck_interval.count() < 0 ||
+      (c.wait_recheck_interval.count() > 0 && c.wait_recheck_interval.count() < 10)) {
+    bad("wait_recheck_interval must be 0 (off) or at least 10 ms");
+  }
   if (c.retry_attempts < 1 || c.retry_attempts > 10000) {
     bad("retry_attempts must be from 1 to 10000");
   }

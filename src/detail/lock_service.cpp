@@ -9,6 +9,7 @@
 #include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service_op.hpp"
+#include "detail/thread_rng.hpp"
 
 namespace rlock::detail {
 namespace {
@@ -22,13 +23,7 @@ clock::duration stale_margin(std::chrono::milliseconds lease) {
 }  // namespace
 
 std::string random_request_id() {
-  // Seeded with 256 bits: from one 32-bit word, two threads (of any processes) would draw the
-  // same id sequence with odds of 1 in 2^32 per pair, and ids of one lock name must not meet.
-  thread_local std::mt19937_64 rng = [] {
-    std::random_device rd;
-    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
-    return std::mt19937_64(seq);
-  }();
+  std::mt19937_64& rng = thread_rng();
   static constexpr char hex[] = "0123456789abcdef";
   std::string out(32, '0');
   for (std::size_t half = 0; half < 2; ++half) {

@@ -7,6 +7,7 @@
 #include "detail/lock_keys.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/lock_service_op.hpp"
+#include "detail/thread_rng.hpp"
 #include "detail/undo_policy.hpp"
 
 namespace rlock::detail {
@@ -65,10 +66,9 @@ void lock_service::undo_answered(const std::shared_ptr<undo>& u, exec_result res
     std::lock_guard lk(mu_);
     const auto& key = u->key;
     if (res.ec) {
-      thread_local std::mt19937_64 rng{std::random_device{}()};
       const auto& cfg = core_->cfg();
       const auto delay =
-          equal_jitter(cfg.retry_delay_base, cfg.retry_delay_max).delay(u->rounds, rng);
+          equal_jitter(cfg.retry_delay_base, cfg.retry_delay_max).delay(u->rounds, thread_rng());
       const auto parked = after_undo_.find(key);
       const auto parked_unlocks = unlocks_after_undo_.find(key);
       undo_round_failure f;

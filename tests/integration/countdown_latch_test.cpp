@@ -61,6 +61,33 @@ TEST(countdown_latch, reaching_zero_publishes_0_on_redissons_channel) {
 // A waiter reads the count when it starts and once more when subscribed, then sleeps: count
 // downs that do not reach zero publish nothing (it reads nothing more), and the one that does
 // wakes it.
+// Beyond Redisson: a latch whose key expires or is deleted (no message) is open at the next
+// recheck (config::wait_recheck_interval); with the recheck off the waiter waits on, as
+// Redisson's await does.
+TEST(countdown_latch, a_deleted_latch_opens_at_the_next_recheck) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.wait_recheck_interval = 400ms;
+  client c(cfg);
+  countdown_latch l = c.get_countdown_latch("gone");
+  ASSERT_TRUE(l.try_set_count(2));
+  config off = config_for(server);
+  off.wait_recheck_interval = 0ms;
+  client redisson_like(off);
+  countdown_latch never = redisson_like.get_countdown_latch("gone");
+  auto waiter = std::async(std::launch::async, [&] { return l.await_for(30s); });
+  auto without = std::async(std::launch::async, [&] { return never.await_for(3s); });
+  ASSERT_TRUE(
+      wait_until([&] { return numsub_of(server, "redisson_countdownlatch__channel__{gone}") == 2; },
+                 10s, 10ms));
+  server.cli({"DEL", "gone"});
+  const auto t0 = steady::now();
+  ASSERT_EQ(waiter.wait_for(10s), std::future_status::ready) << "the deletion was not seen";
+  EXPECT_TRUE(waiter.get());
+  EXPECT_LT(ms_since(t0), 2000);
+  EXPECT_FALSE(without.get()) << "without the recheck nothing tells it";
+}
+
 TEST(countdown_latch, a_waiter_wakes_at_zero_without_polling) {
   redis_server server;
   client c(config_for(server));

@@ -168,6 +168,9 @@ TEST(failure, config_durations_beyond_a_hundred_years_are_rejected) {
   EXPECT_TRUE(refused([&](config& c) { c.subscription_timeout = huge; }));
   EXPECT_TRUE(refused([&](config& c) { c.connect_timeout = huge; }));
   EXPECT_TRUE(refused([](config& c) { c.retry_attempts = 10001; }));
+  EXPECT_TRUE(refused([&](config& c) { c.wait_recheck_interval = huge; }));
+  EXPECT_TRUE(refused([](config& c) { c.wait_recheck_interval = -1ms; }));
+  EXPECT_TRUE(refused([](config& c) { c.wait_recheck_interval = 5ms; }));
 }
 
 }  // namespace

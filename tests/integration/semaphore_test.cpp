@@ -91,6 +91,27 @@ TEST(semaphore, a_release_publishes_the_count_on_redissons_channel) {
 
 // A waiter sleeps until a release: it tries when it starts, once more when subscribed, and once
 // per release, however long it waits.
+// Beyond Redisson: a count that changes unannounced (set by hand, no message) is seen at the
+// next recheck (config::wait_recheck_interval), not at the end of the wait.
+TEST(semaphore, a_waiter_sees_an_unannounced_count_at_the_next_recheck) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.wait_recheck_interval = 400ms;
+  client c(cfg);
+  semaphore s = c.get_semaphore("quiet");
+  ASSERT_TRUE(s.try_set_permits(0));
+  auto waiter = std::async(std::launch::async, [&] { return s.try_acquire_for(30s); });
+  ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_sc:{quiet}") == 1; }, 10s, 10ms));
+  const long before = evalsha_calls(server);
+  server.cli({"SET", "quiet", "1"});  // nobody publishes
+  const auto t0 = steady::now();
+  ASSERT_EQ(waiter.wait_for(10s), std::future_status::ready) << "the change was not seen";
+  EXPECT_TRUE(waiter.get());
+  EXPECT_LT(ms_since(t0), 2000);
+  EXPECT_LE(evalsha_calls(server) - before, 2) << "one look per recheck, not a poll";
+  EXPECT_EQ(server.cli({"GET", "quiet"}), "0");
+}
+
 TEST(semaphore, a_waiter_wakes_at_the_release_without_polling) {
   redis_server server;
   client c(config_for(server));
