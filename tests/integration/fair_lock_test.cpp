@@ -21,6 +21,40 @@ long long llen(const redis_server& server, const std::string& key) {
   return server.cli_reply({"LLEN", key}).integer;
 }
 
+// Clients that each take the fair lock `name` with lock() on a thread of their own, then
+// release it, in arrival order: each starts once the one before it is in the queue. `order`
+// says who took the lock when.
+struct fair_waiters {
+  std::vector<std::unique_ptr<client>> clients;
+  std::vector<std::future<void>> done;
+  std::mutex mu;
+  std::vector<int> order;
+
+  // Queues `n` more behind the lock's holder; false if one was not queued within 10 s.
+  bool queue(const redis_server& server, const config& cfg, const std::string& name, int n) {
+    const std::string queue_key = "redisson_lock_queue:{" + name + "}";
+    for (int i = 0; i < n; ++i) {
+      clients.push_back(std::make_unique<client>(cfg));
+      client& c = *clients.back();
+      const int who = static_cast<int>(done.size());
+      done.push_back(std::async(std::launch::async, [this, &c, name, who] {
+        auto l = c.get_fair_lock(name);
+        l.lock();
+        {
+          std::lock_guard lk(mu);
+          order.push_back(who);
+        }
+        l.unlock_or_throw();
+      }));
+      if (!wait_until([&] { return llen(server, queue_key) == who + 1; }, 10s)) return false;
+    }
+    return true;
+  }
+  void join() {
+    for (auto& f : done) f.get();
+  }
+};
+
 TEST(fair_lock, mutual_exclusion_across_three_processes_of_three_threads) {
   redis_server server;
   std::vector<child_process> workers;
@@ -47,32 +81,14 @@ TEST(fair_lock, serves_waiters_in_arrival_order_across_clients) {
   EXPECT_EQ(h.kind(), lock_kind::fair);
   h.lock();
   constexpr int waiters = 5;
-  std::vector<std::unique_ptr<client>> clients;
-  std::vector<std::future<void>> done;
-  std::mutex mu;
-  std::vector<int> order;
-  for (int i = 0; i < waiters; ++i) {
-    clients.push_back(std::make_unique<client>(config_for(server)));
-    client& c = *clients.back();
-    done.push_back(std::async(std::launch::async, [&c, &mu, &order, i] {
-      auto l = c.get_fair_lock("fair");
-      l.lock();
-      {
-        std::lock_guard lk(mu);
-        order.push_back(i);
-      }
-      l.unlock_or_throw();
-    }));
-    // Arrival order: the next waiter starts once this one is queued.
-    ASSERT_TRUE(
-        wait_until([&] { return llen(server, "redisson_lock_queue:{fair}") == i + 1; }, 10s));
-  }
+  fair_waiters w;
+  ASSERT_TRUE(w.queue(server, config_for(server), "fair", waiters));
   // Redisson's layout: the queue of owner fields, an eviction time each, a channel each.
   const auto queue = server.cli_reply({"LRANGE", "redisson_lock_queue:{fair}", "0", "-1"});
   ASSERT_EQ(queue.elements.size(), static_cast<std::size_t>(waiters));
   for (int i = 0; i < waiters; ++i) {
     const std::string& owner = queue.elements[static_cast<std::size_t>(i)].str;
-    EXPECT_TRUE(owner.starts_with(clients[static_cast<std::size_t>(i)]->id() + ":")) << owner;
+    EXPECT_TRUE(owner.starts_with(w.clients[static_cast<std::size_t>(i)]->id() + ":")) << owner;
     EXPECT_TRUE(wait_until(
         [&] { return numsub_of(server, "redisson_lock__channel:{fair}:" + owner) == 1; }, 5s))
         << owner;
@@ -82,8 +98,8 @@ TEST(fair_lock, serves_waiters_in_arrival_order_across_clients) {
   }
   EXPECT_EQ(numsub_of(server, "redisson_lock__channel:{fair}"), 0) << "nobody hears every release";
   h.unlock_or_throw();
-  for (auto& f : done) f.get();
-  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  w.join();
+  EXPECT_EQ(w.order, (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_EQ(
       server.cli({"EXISTS", "fair", "redisson_lock_queue:{fair}", "redisson_lock_timeout:{fair}"}),
       "0");
@@ -143,25 +159,8 @@ TEST(fair_lock, live_waiters_that_outlast_their_wait_time_keep_their_places) {
   server.cli({"CONFIG", "RESETSTAT"});
   config waiter_cfg = config_for(server);
   waiter_cfg.fair_lock_wait_timeout = 1000ms;
-  std::vector<std::unique_ptr<client>> clients;
-  std::vector<std::future<void>> done;
-  std::mutex mu;
-  std::vector<int> order;
-  for (int i = 0; i < 2; ++i) {
-    clients.push_back(std::make_unique<client>(waiter_cfg));
-    client& c = *clients.back();
-    done.push_back(std::async(std::launch::async, [&c, &mu, &order, i] {
-      auto l = c.get_fair_lock("live");
-      l.lock();
-      {
-        std::lock_guard lk(mu);
-        order.push_back(i);
-      }
-      l.unlock_or_throw();
-    }));
-    ASSERT_TRUE(
-        wait_until([&] { return llen(server, "redisson_lock_queue:{live}") == i + 1; }, 10s));
-  }
+  fair_waiters w;
+  ASSERT_TRUE(w.queue(server, waiter_cfg, "live", 2));
   const auto queue = server.cli_reply({"LRANGE", "redisson_lock_queue:{live}", "0", "-1"});
   ASSERT_EQ(queue.elements.size(), 2U);
   const std::string first = queue.elements[0].str;
@@ -183,8 +182,8 @@ TEST(fair_lock, live_waiters_that_outlast_their_wait_time_keep_their_places) {
   EXPECT_GT(std::stoll(server.cli({"ZSCORE", "redisson_lock_timeout:{live}", first})), now);
   EXPECT_GT(std::stoll(server.cli({"ZSCORE", "redisson_lock_timeout:{live}", second})), now);
   h.unlock_or_throw();
-  for (auto& f : done) f.get();
-  EXPECT_EQ(order, (std::vector<int>{0, 1}));
+  w.join();
+  EXPECT_EQ(w.order, (std::vector<int>{0, 1}));
   EXPECT_EQ(
       server.cli({"EXISTS", "live", "redisson_lock_queue:{live}", "redisson_lock_timeout:{live}"}),
       "0");
