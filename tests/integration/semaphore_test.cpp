@@ -126,8 +126,11 @@ TEST(semaphore, a_waiter_wakes_at_the_release_without_polling) {
     return mine.try_acquire_for(30s);
   });
   started.get_future().get();
-  // The waiter is subscribed once the channel has a subscriber. External state: wait for it.
+  // The waiter is subscribed once the channel has a subscriber, and has tried again once the
+  // server counted its second try (the one after subscribing, which can land after the
+  // subscription shows; under ThreadSanitizer it did). External state: wait for both.
   ASSERT_TRUE(wait_until([&] { return numsub_of(server, "redisson_sc:{wake}") == 1; }, 10s, 10ms));
+  ASSERT_TRUE(wait_until([&] { return evalsha_calls(server) - before >= 2; }, 10s, 10ms));
   const long waiting = evalsha_calls(server) - before;
   EXPECT_LE(waiting, 2) << "tries before the release";
   const auto t0 = steady::now();
