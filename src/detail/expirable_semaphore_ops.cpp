@@ -30,6 +30,25 @@ void give_back(const std::shared_ptr<core>& c, const std::string& raw_name,
   c->eval(expirable_semaphore_release_script(), keys, args, o, [](const exec_result&) {});
 }
 
+// expirable_semaphore_inspect.lua's ARGV[1] for `what`.
+std::string_view inspect_kind(expirable_inspect what) {
+  switch (what) {
+    case expirable_inspect::available:
+      return "available";
+    case expirable_inspect::acquired:
+      return "acquired";
+    case expirable_inspect::permits:
+      return "permits";
+    case expirable_inspect::set:
+      return "set";
+    case expirable_inspect::lease:
+      return "lease";
+    case expirable_inspect::update:
+      break;
+  }
+  return "update";
+}
+
 }  // namespace
 
 std::string expirable_lease_arg(std::optional<std::chrono::milliseconds> lease) {
@@ -187,28 +206,8 @@ void expirable_semaphore_service::inspect(const std::string& raw_name, expirable
                                           count_callback done) {
   const std::string timeouts = expirable_semaphore_timeout_key(raw_name);
   const std::string channel = semaphore_channel(raw_name);
-  std::string_view kind = "update";
-  switch (what) {
-    case expirable_inspect::available:
-      kind = "available";
-      break;
-    case expirable_inspect::acquired:
-      kind = "acquired";
-      break;
-    case expirable_inspect::permits:
-      kind = "permits";
-      break;
-    case expirable_inspect::set:
-      kind = "set";
-      break;
-    case expirable_inspect::lease:
-      kind = "lease";
-      break;
-    case expirable_inspect::update:
-      break;
-  }
   const std::string_view keys[] = {raw_name, timeouts, channel};
-  const std::string_view args[] = {kind, id, number};
+  const std::string_view args[] = {inspect_kind(what), id, number};
   exec_options o;
   // Reclaiming is the same whichever attempt does it; a second update sets the same lease from
   // a later now, a second set finds the total it set.
