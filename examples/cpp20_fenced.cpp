@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "throwaway_server.hpp"  // tools/
+#include "example_server.hpp"  // tools/
 
 using namespace std::chrono_literals;
 
@@ -44,14 +44,9 @@ class fenced_store {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::optional<rlock::examples::throwaway_server> server;
+  const rlock::examples::example_server server(argc, argv);  // argv[1], else a throwaway one
   rlock::config cfg;
-  if (argc > 1) {
-    cfg.address = argv[1];
-  } else {
-    server.emplace();
-    cfg.address = server->url();
-  }
+  cfg.address = server.url();
   rlock::client client(cfg);
   fenced_store store;
 

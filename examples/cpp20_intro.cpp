@@ -5,10 +5,9 @@
 // With no URL it starts a throwaway redis-server on a free loopback port and stops it at the end.
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <rlock/client.hpp>
 
-#include "throwaway_server.hpp"  // tools/
+#include "example_server.hpp"  // tools/
 
 namespace {
 
@@ -24,15 +23,11 @@ return redis.call('pttl', KEYS[1]))lua"};
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::optional<rlock::examples::throwaway_server> server;
+  const rlock::examples::example_server server(argc, argv);  // argv[1], else a throwaway one
+  if (server.throwaway())
+    std::cout << "started a throwaway redis-server at " << server.url() << "\n";
   rlock::config cfg;
-  if (argc > 1) {
-    cfg.address = argv[1];
-  } else {
-    server.emplace();
-    cfg.address = server->url();
-    std::cout << "started a throwaway redis-server at " << cfg.address << "\n";
-  }
+  cfg.address = server.url();
   rlock::client client(cfg);
   std::cout << "client id " << client.id() << "\n";
   std::cout << "PING -> " << client.execute({"PING"}).to_string() << "\n";

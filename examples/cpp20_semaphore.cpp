@@ -8,24 +8,18 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
-#include <optional>
 #include <rlock/client.hpp>
 #include <thread>
 #include <vector>
 
-#include "throwaway_server.hpp"  // tools/
+#include "example_server.hpp"  // tools/
 
 using namespace std::chrono_literals;
 
 int main(int argc, char** argv) try {
-  std::optional<rlock::examples::throwaway_server> server;
+  const rlock::examples::example_server server(argc, argv);  // argv[1], else a throwaway one
   rlock::config cfg;
-  if (argc > 1) {
-    cfg.address = argv[1];
-  } else {
-    server.emplace();
-    cfg.address = server->url();
-  }
+  cfg.address = server.url();
   rlock::client client(cfg);
 
   // Redisson's RSemaphore: the count is the string key "partner-api"; releases publish the new
