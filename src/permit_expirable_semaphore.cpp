@@ -112,6 +112,23 @@ void permit_expirable_semaphore::start_release(const std::vector<permit_id>& ids
                 });
 }
 
+void permit_expirable_semaphore::start_update(const permit_id& id,
+                                              std::optional<milliseconds> lease,
+                                              callback<bool> cb) {
+  std::string why;
+  auto bytes = id_bytes({id}, why);
+  if (!bytes || !bad_lease(lease).empty()) {
+    detail::post_or_complete_closed(svc_->engine()->io(), [cb = std::move(cb)] {
+      cb(make_error_code(errc::invalid_argument), false);
+    });
+    return;
+  }
+  svc_->inspect(key_, expirable_inspect::update, bytes->front(), detail::expirable_lease_arg(lease),
+                [cb = std::move(cb)](std::error_code ec, std::int64_t r, const std::string&) {
+                  cb(ec, !ec && r == 1);
+                });
+}
+
 // ---- blocking API ----
 
 std::vector<permit_expirable_semaphore::permit_id> permit_expirable_semaphore::acquire_until(

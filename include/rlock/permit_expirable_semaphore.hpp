@@ -163,6 +163,19 @@ class permit_expirable_semaphore {
         },
         token, std::move(ids));
   }
+  /// Completes with (error_code, bool held), as update_lease_time(id, lease): true if permit
+  /// `id` was held and its lease now ends `lease` after the script ran (nullopt: never).
+  /// errc::invalid_argument for an id that is not 32 hex characters or a lease
+  /// update_lease_time refuses. A resend after a lost reply sets the lease again from then.
+  template <class CompletionToken>
+  auto async_update_lease_time(permit_id id, std::optional<milliseconds> lease,
+                               CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, bool)>(
+        [self = *this](auto handler, const permit_id& i, std::optional<milliseconds> l) mutable {
+          self.start_update(i, l, self.wrap<bool>(std::move(handler)));
+        },
+        token, std::move(id), lease);
+  }
 
  private:
   template <class T>
@@ -178,6 +191,7 @@ class permit_expirable_semaphore {
                      std::int64_t permits, std::stop_token stop,
                      callback<std::vector<permit_id>> cb);
   void start_release(const std::vector<permit_id>& ids, callback<bool> cb);
+  void start_update(const permit_id& id, std::optional<milliseconds> lease, callback<bool> cb);
   std::vector<permit_id> acquire_until(clock::time_point deadline,
                                        std::optional<milliseconds> lease, std::int64_t permits,
                                        std::stop_token stop, const char* op);

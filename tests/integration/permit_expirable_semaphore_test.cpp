@@ -387,5 +387,31 @@ TEST(permit_expirable_semaphore, the_async_api_takes_and_gives_back) {
   EXPECT_EQ(s.available_permits(), 2);
 }
 
+TEST(permit_expirable_semaphore, the_async_api_updates_a_lease) {
+  redis_server server;
+  client c(config_for(server));
+  auto s = c.get_permit_expirable_semaphore("async-update");
+  ASSERT_TRUE(s.try_set_permits(1));
+  const auto id = s.try_acquire(1s);
+  ASSERT_TRUE(id.has_value());
+  EXPECT_TRUE(s.async_update_lease_time(*id, 60s, asio::use_future).get());
+  const auto left = s.lease_time(*id);
+  ASSERT_TRUE(left.has_value());
+  EXPECT_GT(*left, 50s);
+  s.release(*id);
+  EXPECT_FALSE(s.async_update_lease_time(*id, 60s, asio::use_future).get());
+  // Refused before anything is sent: a malformed id, a lease of 0.
+  auto refused = [&s](const std::string& i, std::chrono::milliseconds l) {
+    try {
+      s.async_update_lease_time(i, l, asio::use_future).get();
+    } catch (const std::system_error& e) {
+      return e.code() == errc::invalid_argument;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused("not-an-id", 60s));
+  EXPECT_TRUE(refused(*id, 0ms));
+}
+
 }  // namespace
 }  // namespace rlock::test
