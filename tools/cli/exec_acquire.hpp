@@ -12,9 +12,10 @@
 //  - For a fenced lock (exec_lock_of(lock, true)) acquired comes with the hold's fencing token,
 //    and a token that cannot be issued fails the acquire, nothing held.
 //  - Other signals read meanwhile (SIGCHLD) are dropped: no child exists yet.
-//  - The key is read once at the start (HGETALL, answered while the acquire waits): a hash
+//  - A lock's key is read once at the start (HGETALL, answered while the acquire waits): a hash
 //    without Redisson's lock fields stops the wait, and the result is not_a_lock with nothing
-//    held. A failed read (for example an ACL user without HGETALL) is ignored.
+//    held. A failed read (for example an ACL user without HGETALL) is ignored. A semaphore's
+//    permit (exec_lock::lock_hash false) is not read: its status line names no holder.
 #pragma once
 
 #include <chrono>

@@ -16,6 +16,7 @@
 #include "event_flag.hpp"
 #include "exec_acquire.hpp"
 #include "exec_lock.hpp"
+#include "exec_permit.hpp"
 #include "exec_supervisor.hpp"
 #include "lock_inspection.hpp"
 #include "lock_release.hpp"
@@ -68,6 +69,14 @@ constexpr const char* exec_footer =
     "--fair takes it as Redisson's fair lock: waiters queue in redisson_lock_queue:{NAME} and\n"
     "are served in arrival order, Java RFairLock waiters included.\n"
     "\n"
+    "--permits N runs at most N commands at once under NAME (a distributed `sem -j N`): each\n"
+    "holds one permit of Redisson's RPermitExpirableSemaphore NAME (the count in the key NAME,\n"
+    "leases in {NAME}:timeout), leased for --watchdog-timeout and renewed every third of it\n"
+    "(or for --lease, not renewed). The first user sets N; a semaphore that exists keeps its\n"
+    "count (rlock warns when it is not N). A crashed rlock's permit returns when its lease\n"
+    "ends. Loss: a renewal finds the permit gone, or none is confirmed before the lease may\n"
+    "have ended. Waiters are not served in order.\n"
+    "\n"
     "Exit status: the command's (128+N if it died of signal N); 75 not acquired within --wait;\n"
     "76 lock lost; 126 command not executable; 127 command not found; 64 usage; 65 the key is\n"
     "not a lock; 66 a password or TLS file cannot be read; 69 server unavailable; 70 other\n"
@@ -103,7 +112,26 @@ bool still_holds(rlock::client& client, const exec_lock& lock, std::uint64_t own
   }
 }
 
+/// The permit exec holds for --permits: the semaphore NAME of o.permits permits, set by its
+/// first user (a semaphore that exists keeps its count: said on stderr when it is not N).
+exec_lock permit_of(rlock::client& client, const exec_options& o, milliseconds watchdog_lease) {
+  rlock::permit_expirable_semaphore semaphore = client.get_permit_expirable_semaphore(o.name);
+  if (!semaphore.try_set_permits(o.permits)) {
+    if (const std::int64_t total = semaphore.total_permits(); total != o.permits) {
+      write_stderr("rlock: warning: semaphore '" + printable(o.name) + "' has " +
+                   std::to_string(total) + " permits, not " + std::to_string(o.permits) +
+                   " (its first user set them; rlock exec does not change them)\n");
+    }
+  }
+  return exec_permit_of(client, semaphore, o.lease.value_or(watchdog_lease), !o.lease.has_value());
+}
+
 std::string loss_reason(const exec_options& o) {
+  if (o.permits > 0) {
+    return o.lease ? "its " + format_duration(*o.lease) + " lease ran out"
+                   : "renewal found it gone (released, reclaimed or deleted), or no renewal was "
+                     "confirmed before its lease could end";
+  }
   if (o.lease) {
     return "its " + format_duration(*o.lease) +
            " lease ran out, or it was deleted or taken over meanwhile";
@@ -160,6 +188,14 @@ CLI::App* add_exec_command(CLI::App& app, exec_options& opts) {
   auto* fair = sub->add_flag("--fair", opts.fair,
                              "Take the fair lock NAME (Redisson's RFairLock): wait in its queue, "
                              "served in arrival order");
+  auto* permits =
+      sub->add_option("--permits", opts.permits,
+                      "Hold one of N permits of the permit-expirable semaphore NAME "
+                      "(Redisson's RPermitExpirableSemaphore) instead of a lock: at "
+                      "most N commands run at once")
+          ->type_name("N")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{2147483647}).description(""));
+  permits->excludes(fenced)->excludes(shared)->excludes(exclusive)->excludes(spin)->excludes(fair);
   shared->excludes(exclusive)->excludes(fenced)->excludes(spin)->excludes(fair);
   exclusive->excludes(shared)->excludes(fenced)->excludes(spin)->excludes(fair);
   spin->excludes(fair);
@@ -186,13 +222,15 @@ int run_exec(const exec_options& o) {
   // ever read from the descriptor.
   signal_channel signals{SIGINT, SIGTERM, SIGHUP, SIGCHLD};
   rlock::client client = connect_checked(cfg, &signals);
-  const exec_lock lock = o.shared || o.exclusive
+  const exec_lock lock = o.permits > 0 ? permit_of(client, o, cfg.lock_watchdog_timeout)
+                         : o.shared || o.exclusive
                              ? exec_lock_of(client.get_read_write_lock(o.name),
                                             o.shared ? rlock::rw_mode::read : rlock::rw_mode::write)
                              : exec_lock_of(o.spin   ? client.get_spin_lock(o.name)
                                             : o.fair ? client.get_fair_lock(o.name)
                                                      : client.get_lock(o.name),
                                             o.fenced);
+  const std::string held = o.permits > 0 ? "a permit of '" + o.name + "'" : "lock '" + o.name + "'";
   const std::uint64_t owner = rlock::this_thread_owner_id();
 
   status_line line(progress_mode_for(o.verbose));
@@ -202,13 +240,13 @@ int run_exec(const exec_options& o) {
     case acquire_outcome::acquired:
       break;
     case acquire_outcome::not_acquired:
-      throw command_error(o.conflict_exit_code, o.wait.value_or(milliseconds(0)).count() <= 0
-                                                    ? "lock '" + o.name +
-                                                          "' is held (--wait 0s: one attempt); "
-                                                          "the command was not run"
-                                                    : "lock '" + o.name + "' not acquired within " +
-                                                          format_duration(*o.wait) +
-                                                          "; the command was not run");
+      throw command_error(o.conflict_exit_code,
+                          o.wait.value_or(milliseconds(0)).count() <= 0
+                              ? (o.permits > 0 ? "no permit of '" + o.name + "' is free"
+                                               : "lock '" + o.name + "' is held") +
+                                    " (--wait 0s: one attempt); the command was not run"
+                              : held + " not acquired within " + format_duration(*o.wait) +
+                                    "; the command was not run");
     case acquire_outcome::interrupted:
       throw command_error(exit_codes::signal_base + acquired.signal,
                           "interrupted by " + signal_name(acquired.signal) +
@@ -227,7 +265,7 @@ int run_exec(const exec_options& o) {
                               (acquired.error_detail.empty() ? "" : "; " + acquired.error_detail));
   }
   if (o.verbose) {
-    write_stderr("rlock: acquired '" + printable(o.name) + "' after " +
+    write_stderr("rlock: acquired " + printable(held) + " after " +
                  format_duration(acquired.waited) + "\n");
   }
 
@@ -239,7 +277,7 @@ int run_exec(const exec_options& o) {
   if (lost.clear()) {  // already lost (a lease shorter than the way here): do not start
     [[maybe_unused]] const std::error_code ec = release_hold(lock, owner, release_bound, signals);
     throw command_error(o.lost_exit_code,
-                        "lost lock '" + o.name + "' before the command started; it was not run");
+                        "lost " + held + " before the command started; it was not run");
   }
   int spawn_error = 0;
   const pid_t pid =
@@ -251,34 +289,37 @@ int run_exec(const exec_options& o) {
         spawn_error == ENOENT ? exit_codes::not_found : exit_codes::cannot_execute,
         "cannot run '" + o.command.front() + "': " + std::system_category().message(spawn_error));
   }
-  const supervision_result ran =
-      supervise_command(pid, {*loss_signal, o.grace, o.name, loss_reason(o)}, signals, lost);
+  const supervision_result ran = supervise_command(
+      pid,
+      {*loss_signal, o.grace, o.name, loss_reason(o), o.permits > 0 ? "the permit of" : "lock"},
+      signals, lost);
 
   const std::error_code released = release_hold(lock, owner, release_bound, signals);
   if (ran.lost) {
-    write_stderr("rlock: the command ended with status " + std::to_string(ran.status) +
-                 " after the lock was lost; exiting with " + std::to_string(o.lost_exit_code) +
-                 "\n");
+    write_stderr("rlock: the command ended with status " + std::to_string(ran.status) + " after " +
+                 (o.permits > 0 ? "the permit" : "the lock") + " was lost; exiting with " +
+                 std::to_string(o.lost_exit_code) + "\n");
     return o.lost_exit_code;
   }
   if (released == rlock::errc::not_owner) {
-    write_stderr("rlock: lock '" + printable(o.name) +
-                 "' was no longer held when the command ended (deleted or expired while it ran, "
+    write_stderr("rlock: " + printable(held) +
+                 " was no longer held when the command ended (deleted or expired while it ran, "
                  "before renewal noticed); exiting with " +
                  std::to_string(o.lost_exit_code) + "\n");
     return o.lost_exit_code;
   }
   // Redis keeps what a script did before the ACL refused a command: the unlock's DEL (and a
   // hand-over) come before its PUBLISH.
-  if (released == rlock::errc::no_permission && !still_holds(client, lock, owner, cfg.timeout)) {
+  if (released == rlock::errc::no_permission && lock.lock_hash &&
+      !still_holds(client, lock, owner, cfg.timeout)) {
     write_stderr("rlock: warning: released lock '" + printable(o.name) +
                  "', but its waiters could not be notified: the ACL user lacks PUBLISH (or "
                  "permission for the lock's channels)\n");
   } else if (released) {
-    write_stderr("rlock: warning: could not release lock '" + printable(o.name) +
-                 "': " + released.message() + "; it expires when its lease ends\n");
+    write_stderr("rlock: warning: could not release " + printable(held) + ": " +
+                 released.message() + "; it expires when its lease ends\n");
   } else if (o.verbose) {
-    write_stderr("rlock: released '" + printable(o.name) + "'; the command exited with status " +
+    write_stderr("rlock: released " + printable(held) + "; the command exited with status " +
                  std::to_string(ran.status) + "\n");
   }
   return ran.status;

@@ -3,7 +3,9 @@
 //
 // Guarantees:
 //  - The command starts only after the lock is held, and the lock is released after the
-//    command has ended, however it ended (exit, crash, signal, KILL after a loss).
+//    command has ended, however it ended (exit, crash, signal, KILL after a loss). With
+//    --permits N the "lock" is one permit of the permit-expirable semaphore NAME
+//    (exec_permit.hpp): at most N commands hold one at once.
 //  - rlock exits with the command's status (128 + N if it died of signal N), except:
 //    --conflict-exit-code (75) when the lock was not acquired within --wait (the command never
 //    started); 128 + N when SIGINT/SIGTERM/SIGHUP ended the wait (the command never started);
@@ -17,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +50,9 @@ struct exec_options {
   /// instead of the reentrant lock NAME.
   bool shared = false;
   bool exclusive = false;
+  /// > 0: hold one permit of the permit-expirable semaphore NAME of this many permits instead
+  /// of a lock (exec_permit.hpp).
+  std::int64_t permits = 0;
   connection_options connection{};
 };
 

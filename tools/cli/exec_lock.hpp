@@ -24,11 +24,14 @@ struct exec_lock {
   std::string name;
   std::string key;
   /// Which lock it is, for messages: "lock", "fenced lock", "spin lock", "fair lock" (and their
-  /// fenced forms), "read lock", "write lock".
+  /// fenced forms), "read lock", "write lock", "permit" (exec_permit.hpp).
   std::string kind;
   /// What follows "<client uuid>:<owner id>" in the hash field of a hold: ":write" for the
   /// write half, else nothing.
   std::string field_suffix;
+  /// Whether the key is a Redisson lock hash: read while waiting to show the holder and to
+  /// refuse an application's hash (false for a semaphore's permit).
+  bool lock_hash = true;
   std::function<void(std::uint64_t owner, rlock::acquire_options, acquired_callback)> acquire;
   std::function<void(std::uint64_t owner, std::function<void(std::error_code)>)> unlock;
   std::function<std::stop_token(std::uint64_t owner)> loss_token;

@@ -47,12 +47,12 @@ supervision_result supervise_command(pid_t pid, const supervision& how, signal_c
     if (lost.clear() && !out.lost) {
       out.lost = true;
       ::kill(pid, how.loss_signal);
-      write_stderr("rlock: lost lock '" + printable(how.lock_name) + "' while the command ran (" +
-                   how.loss_reason + "); sent " + signal_name(how.loss_signal) +
-                   " to the command (pid " + std::to_string(pid) + ")" +
-                   (how.grace.count() > 0
-                        ? ", SIGKILL follows in " + format_duration(how.grace) + "\n"
-                        : "\n"));
+      write_stderr(
+          "rlock: lost " + how.held + " '" + printable(how.lock_name) +
+          "' while the command ran (" + how.loss_reason + "); sent " +
+          signal_name(how.loss_signal) + " to the command (pid " + std::to_string(pid) + ")" +
+          (how.grace.count() > 0 ? ", SIGKILL follows in " + format_duration(how.grace) + "\n"
+                                 : "\n"));
       kill_at = clock::now() + how.grace;
     }
     if (kill_at && clock::now() >= *kill_at) {

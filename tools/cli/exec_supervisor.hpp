@@ -28,6 +28,7 @@ struct supervision {
   std::chrono::milliseconds grace{10000};
   std::string lock_name{};
   std::string loss_reason{};  ///< what to say when the lock is lost
+  std::string held = "lock";  ///< what is held, for that message: "lock", "the permit of"
 };
 
 struct supervision_result {

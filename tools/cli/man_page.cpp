@@ -96,6 +96,7 @@ std::string make_man_page(const CLI::App& app, const std::string& version) {
              "rlock exec nightly-backup --wait 0s -- /usr/local/bin/backup\n"
              "rlock exec deploy --wait 5m --on-loss INT --grace 30s -- ./deploy.sh\n"
              "rlock exec --fenced invoice-42 -- sh -c 'bill --fence \"$RLOCK_TOKEN\"'\n"
+             "rlock exec --permits 4 encoders -- ./encode.sh clip.mov\n"
              "rlock status deploy --json\n"
              "rlock force-unlock deploy\n"
              "rlock force-unlock deploy --json\n"

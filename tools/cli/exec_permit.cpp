@@ -1,0 +1,113 @@
+#include "exec_permit.hpp"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "permit_keeper.hpp"
+
+namespace rlock::cli {
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+/// What the permit's operations share: the id taken and the keeper that renews it.
+struct permit_state {
+  rlock::permit_expirable_semaphore semaphore;
+  milliseconds lease;
+  bool renew;
+  asio::strand<rlock::client::executor_type> strand;
+  std::mutex mu;
+  std::string id;                         // empty until taken
+  std::unique_ptr<permit_keeper> keeper;  // set with the id
+  // The bridge from the acquire's stop token to its cancellation slot: the signal is emitted on
+  // the strand the handler is bound to, where the library also clears the slot.
+  asio::cancellation_signal cancel;
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+
+  permit_state(rlock::permit_expirable_semaphore s, milliseconds l, bool r,
+               const rlock::client::executor_type& ex)
+      : semaphore(std::move(s)), lease(l), renew(r), strand(asio::make_strand(ex)) {}
+};
+
+void keep(const std::shared_ptr<permit_state>& st, std::string id, clock::time_point valid) {
+  const std::lock_guard lk(st->mu);
+  st->id = id;
+  st->keeper =
+      std::make_unique<permit_keeper>(st->semaphore, std::move(id), st->lease, valid, st->renew);
+}
+
+}  // namespace
+
+exec_lock exec_permit_of(rlock::client& client, const rlock::permit_expirable_semaphore& semaphore,
+                         milliseconds lease, bool renew) {
+  auto st = std::make_shared<permit_state>(semaphore, lease, renew, client.get_executor());
+  exec_lock out;
+  out.name = semaphore.name();
+  out.key = semaphore.key();
+  out.kind = "permit";
+  out.lock_hash = false;
+  out.acquire = [st](std::uint64_t, rlock::acquire_options o,
+                     const exec_lock::acquired_callback& done) {
+    clock::time_point deadline = clock::time_point::max();
+    if (o.wait) deadline = o.wait->count() <= 0 ? clock::now() : clock::now() + *o.wait;
+    auto taken = [st, done](std::error_code ec, std::vector<std::string> ids) {
+      if (ec || ids.empty()) {
+        done(ec, false, std::nullopt);
+        return;
+      }
+      // Set the lease once more, to know a lower bound of its end: when this request was sent.
+      const clock::time_point sent = clock::now();
+      std::string id = ids.front();
+      st->semaphore.async_update_lease_time(
+          id, st->lease, [st, done, sent, id](std::error_code uec, bool held) {
+            if (uec) {
+              // Unknown state: give the permit back (its lease ends it otherwise).
+              st->semaphore.async_try_release(
+                  {id}, [done, uec](std::error_code, bool) { done(uec, false, std::nullopt); });
+              return;
+            }
+            keep(st, id, held ? sent + st->lease : clock::now());  // not held: lost already
+            done({}, true, std::nullopt);
+          });
+    };
+    st->semaphore.async_try_acquire_until(
+        deadline, st->lease, 1,
+        asio::bind_cancellation_slot(st->cancel.slot(), asio::bind_executor(st->strand, taken)));
+    // A weak reference: the state owns this callback.
+    st->on_stop.emplace(o.stop, [weak = std::weak_ptr<permit_state>(st)] {
+      if (auto s = weak.lock()) {
+        asio::post(s->strand, [s] { s->cancel.emit(asio::cancellation_type::terminal); });
+      }
+    });
+  };
+  out.unlock = [st](std::uint64_t, std::function<void(std::error_code)> done) {
+    std::string id;
+    std::unique_ptr<permit_keeper> keeper;
+    {
+      const std::lock_guard lk(st->mu);
+      id = std::exchange(st->id, {});
+      keeper = std::move(st->keeper);
+    }
+    keeper.reset();  // stop renewing before the release
+    if (id.empty()) {
+      done(make_error_code(rlock::errc::not_owner));
+      return;
+    }
+    st->semaphore.async_try_release({id}, [done = std::move(done)](std::error_code ec, bool held) {
+      done(ec ? ec : held ? std::error_code{} : make_error_code(rlock::errc::not_owner));
+    });
+  };
+  out.loss_token = [st](std::uint64_t) {
+    const std::lock_guard lk(st->mu);
+    return st->keeper ? st->keeper->loss_token() : std::stop_token{};
+  };
+  return out;
+}
+
+}  // namespace rlock::cli
