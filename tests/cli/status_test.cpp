@@ -26,6 +26,7 @@ print(d['state'], d['kind'], len(o), o[0]['holds'] if o else '-',
       d['listeners'], d['channel'], d['mode'], d['value'], d['queued'])
 print(o[0]['owner'] if o else '-')
 print(d['name'])
+print(d['taken'])
 )";
 
 // A marker_proxy hook: deletes the key `key` through a connection of its own, so that the key
@@ -41,11 +42,11 @@ def hook(rport, key):
 )";
 
 constexpr const char* all_fields =
-    "channel key kind listeners mode name owners queued state ttl_ms value";
+    "channel key kind listeners mode name owners queued state taken ttl_ms value";
 
 class cli_status : public ::testing::Test {
  protected:
-  /// `rlock status NAME --json`, summarized by Python: {fields, values, owner, name}.
+  /// `rlock status NAME --json`, summarized by Python: {fields, values, owner, name, taken}.
   std::vector<std::string> status_json(const std::string& name) {
     const auto r = run_rlock({"status", name, "--json", "--url", server_.url()});
     EXPECT_EQ(r.status, 0) << r.err;
@@ -60,7 +61,7 @@ class cli_status : public ::testing::Test {
     std::vector<std::string> lines;
     std::istringstream in(py.output());
     for (std::string line; std::getline(in, line);) lines.push_back(line);
-    lines.resize(4);
+    lines.resize(5);
     return lines;
   }
 
@@ -127,21 +128,29 @@ TEST_F(cli_status, tells_the_kind_of_object_from_redissons_key_layout) {
   EXPECT_EQ(status_json("fenced")[1],
             "held fenced_lock 1 1 None 0 redisson_lock__channel:{fenced} None None 0");
 
+  // The semaphores' waiters listen on redisson_sc:{NAME}, a latch's on its own channel.
   server_.cli({"SET", "sem", "3"});
-  EXPECT_EQ(status_json("sem")[1],
-            "other semaphore_or_latch 0 - None 0 redisson_lock__channel:{sem} None 3 0");
+  raw_client sem_waiter = server_.client();
+  sem_waiter.send({"SUBSCRIBE", "redisson_sc:{sem}"});
+  ASSERT_TRUE(sem_waiter.read(5s).has_value());  // subscribed
+  const auto sem = status_json("sem");
+  EXPECT_EQ(sem[1], "other semaphore_or_latch 0 - None 1 redisson_sc:{sem} None 3 0");
+  EXPECT_EQ(sem[4], "None");
 
   server_.cli({"SET", "pes", "2"});
-  server_.cli({"ZADD", "{pes}:timeout", "1", "x"});
-  EXPECT_EQ(status_json("pes")[1],
-            "other permit_expirable_semaphore 0 - None 0 redisson_lock__channel:{pes} None 2 0");
+  server_.cli({"ZADD", "{pes}:timeout", "1", "x", "2", "y"});
+  const auto pes = status_json("pes");
+  EXPECT_EQ(pes[1], "other permit_expirable_semaphore 0 - None 0 redisson_sc:{pes} None 2 0");
+  EXPECT_EQ(pes[4], "2") << "permits taken";
+  const auto pes_text = run_rlock({"status", "pes", "--url", server_.url()});
+  EXPECT_NE(pes_text.out.find("taken:      2 permits\n"), std::string::npos) << pes_text.out;
 
   server_.cli({"SET", "latch", "2"});
   raw_client sub = server_.client();
   sub.send({"SUBSCRIBE", "redisson_countdownlatch__channel__{latch}"});
   ASSERT_TRUE(sub.read(5s).has_value());  // subscribed
   EXPECT_EQ(status_json("latch")[1],
-            "other count_down_latch 0 - None 0 redisson_lock__channel:{latch} None 2 0");
+            "other count_down_latch 0 - None 1 redisson_countdownlatch__channel__{latch} None 2 0");
 
   server_.cli({"RPUSH", "lst", "a"});
   EXPECT_EQ(status_json("lst")[1],

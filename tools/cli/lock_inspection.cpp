@@ -129,8 +129,10 @@ lock_report read_lock(rlock::client& client, const std::string& name) {
     rep.value = to_integer(snapshot[3].str());
     if (exists(client, redisson::expirable_semaphore_timeouts(rep.key))) {
       rep.kind = "permit_expirable_semaphore";
+      rep.channel = redisson::semaphore_channel(rep.key);
     } else if (rep.value) {
       rep.kind = "semaphore_or_latch";
+      rep.channel = redisson::semaphore_channel(rep.key);
     } else {
       rep.kind = "other:string";
     }
@@ -150,9 +152,17 @@ lock_report inspect_lock(rlock::client& client, const std::string& name) {
     rep.listeners = numsub(client, rep.channel);
   }
   rep.queued = client.execute({"ZCARD", redisson::prefix_name("rlock_queue", rep.key)}).integer();
-  if ((rep.kind == "semaphore_or_latch" || rep.kind == "other:string") &&
-      numsub(client, redisson::count_down_latch_channel(rep.key)) > 0) {
-    rep.kind = "count_down_latch";
+  if (rep.kind == "semaphore_or_latch" || rep.kind == "other:string") {
+    const std::string latch = redisson::count_down_latch_channel(rep.key);
+    if (const long long waiting = numsub(client, latch); waiting > 0) {
+      rep.kind = "count_down_latch";
+      rep.channel = latch;
+      rep.listeners = waiting;
+    }
+  }
+  if (rep.kind == "permit_expirable_semaphore") {
+    rep.taken =
+        client.execute({"ZCARD", redisson::expirable_semaphore_timeouts(rep.key)}).integer();
   }
   return rep;
 }

@@ -41,8 +41,10 @@ enum class lock_state { free, held, other };
 struct lock_report {
   std::string name{};
   std::string key{};
-  /// The lock's unlock channel: redisson_rwlock:{name} for a read_write_lock; for a fair_lock
-  /// the base of its waiters' own channels "<channel>:<owner>".
+  /// The channel its waiters listen on: the lock's unlock channel redisson_lock__channel:{name};
+  /// redisson_rwlock:{name} for a read_write_lock; for a fair_lock the base of its waiters' own
+  /// channels "<channel>:<owner>"; redisson_sc:{name} for the semaphores (and
+  /// semaphore_or_latch); redisson_countdownlatch__channel__{name} for a count_down_latch.
   std::string channel{};
   lock_state state = lock_state::free;
   std::string kind = "free";
@@ -54,11 +56,14 @@ struct lock_report {
   std::optional<long long> listeners = 0;
   long long queued = 0;              ///< waiters in rlock's wait queue rlock_queue:{name} (ZCARD)
   std::optional<long long> value{};  ///< string kinds: the integer value
+  /// permit_expirable_semaphore: the permits taken (ZCARD {name}:timeout, expired ones included
+  /// until a script reclaims them); nullopt otherwise. Set by inspect_lock() only.
+  std::optional<long long> taken{};
 };
 
 lock_report inspect_lock(rlock::client& client, const std::string& name);
-/// inspect_lock() without the pub/sub and queue queries: listeners and queued stay 0, and a
-/// count_down_latch reads as semaphore_or_latch (or other:string).
+/// inspect_lock() without the pub/sub, queue and permit queries: listeners and queued stay 0,
+/// taken stays nullopt, and a count_down_latch reads as semaphore_or_latch (or other:string).
 lock_report read_lock(rlock::client& client, const std::string& name);
 
 enum class hash_shape { lock, read_write_lock, other };

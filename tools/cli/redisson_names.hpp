@@ -33,6 +33,10 @@ inline std::string fenced_lock_token(std::string_view key) {
 inline std::string expirable_semaphore_timeouts(std::string_view key) {
   return suffix_name(key, "timeout");
 }
+/// RSemaphore's and RPermitExpirableSemaphore's channel (releases): redisson_sc:{key}.
+inline std::string semaphore_channel(std::string_view key) {
+  return prefix_name("redisson_sc", key);
+}
 /// RCountDownLatch's channel: always redisson_countdownlatch__channel__{key} (no tag rule).
 inline std::string count_down_latch_channel(std::string_view key) {
   return "redisson_countdownlatch__channel__{" + std::string(key) + "}";

@@ -25,16 +25,21 @@ constexpr const char* status_footer =
     "  owners     [{\"owner\": \"<client-uuid>:<thread-id>\", \"holds\": N}, ...]\n"
     "  mode       read_write_lock: \"read\" or \"write\"; otherwise null\n"
     "  ttl_ms     remaining TTL in milliseconds; null if no key or no expiry\n"
-    "  listeners  subscribers of the lock's channel: processes with Redisson waiters, and\n"
-    "             with rlock waiters while the holder is not an rlock process (behind an\n"
-    "             rlock holder they listen only on rlock_handoff:{NAME}:<client-uuid>: see\n"
-    "             queued); fair_lock: null (not counted: each waiter listens on a channel\n"
-    "             of its own, <channel>:<owner>)\n"
+    "  listeners  subscribers of `channel` (below); for a lock: processes with Redisson\n"
+    "             waiters, and with rlock waiters while the holder is not an rlock\n"
+    "             process (behind an rlock holder they listen only on\n"
+    "             rlock_handoff:{NAME}:<client-uuid>: see queued); fair_lock: null (not\n"
+    "             counted: each waiter listens on a channel of its own, <channel>:<owner>)\n"
     "  queued     waiters in rlock's wait queue rlock_queue:{NAME} (ZCARD): waiting rlock\n"
     "             threads (an rlock holder's unlock hands the lock to the first live one)\n"
     "  channel    that channel: redisson_lock__channel:{NAME}; read_write_lock:\n"
-    "             redisson_rwlock:{NAME}\n"
-    "  value      string kinds (semaphores, latches): the integer value; otherwise null\n"
+    "             redisson_rwlock:{NAME}; the semaphores (and semaphore_or_latch):\n"
+    "             redisson_sc:{NAME}; count_down_latch:\n"
+    "             redisson_countdownlatch__channel__{NAME}\n"
+    "  value      string kinds (semaphores, latches): the integer value (a semaphore's\n"
+    "             permits available); otherwise null\n"
+    "  taken      permit_expirable_semaphore: permits taken ({NAME}:timeout, expired ones\n"
+    "             until a script reclaims them); otherwise null\n"
     "\n"
     "Exit status: 0 whether free or held; 64 usage; 66 a password or TLS file cannot be\n"
     "read; 69 server unavailable; 70 other server error; 77 the ACL user may not run a command\n"
@@ -56,7 +61,8 @@ std::string to_json(const lock_report& r) {
   out << "],\"mode\":" << (r.mode ? json_quote(*r.mode) : "null")
       << ",\"ttl_ms\":" << optional_json(r.ttl_ms)
       << ",\"listeners\":" << optional_json(r.listeners) << ",\"queued\":" << r.queued
-      << ",\"channel\":" << json_quote(r.channel) << ",\"value\":" << optional_json(r.value) << "}";
+      << ",\"channel\":" << json_quote(r.channel) << ",\"value\":" << optional_json(r.value)
+      << ",\"taken\":" << optional_json(r.taken) << "}";
   return out.str();
 }
 
@@ -79,6 +85,7 @@ std::string to_text(const lock_report& r) {
     out << "\n";
   }
   if (r.value) out << "value:      " << *r.value << "\n";
+  if (r.taken) out << "taken:      " << *r.taken << (*r.taken == 1 ? " permit\n" : " permits\n");
   if (r.state != lock_state::free) {
     out << "ttl:        "
         << (r.ttl_ms ? format_duration(std::chrono::milliseconds(*r.ttl_ms)) : "no expiry") << "\n";
