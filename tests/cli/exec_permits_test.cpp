@@ -99,6 +99,28 @@ TEST(cli_exec_permits, a_permit_that_is_gone_signals_the_command_and_exits_76) {
   EXPECT_NE(p.error_output().find("SIGTERM"), std::string::npos) << p.error_output();
 }
 
+// A paused server confirms no renewal: the command is stopped once the lease could have ended,
+// before the server (once it runs again) can give the permit to anyone else.
+TEST(cli_exec_permits, no_renewal_confirmed_before_the_lease_ends_is_a_loss) {
+  redis_server server;
+  temp_dir dir("rlock-cli");
+  fifo_marker held(dir.path() / "held");
+  child_process p =
+      start_permit_holder(server, "paused", 1, held,
+                          {"--watchdog-timeout", "1500ms", "--timeout", "500ms", "--grace", "5s"});
+  server.pause();
+  const auto t0 = steady::now();
+  const int status = exit_status(p, 30s);
+  const long long ms = ms_since(t0);
+  server.resume();
+  EXPECT_EQ(status, 76) << p.error_output();
+  EXPECT_NE(p.error_output().find("lost the permit of 'paused'"), std::string::npos)
+      << p.error_output();
+  // The loss at the lease's end (at most 1.5 s after the pause), then the release's bound of
+  // two request timeouts (1 s) against the paused server.
+  EXPECT_LT(ms, 1500 + 1000 + 1500) << p.error_output();
+}
+
 TEST(cli_exec_permits, with_a_lease_the_permit_is_not_renewed) {
   redis_server server;
   const auto t0 = steady::now();
