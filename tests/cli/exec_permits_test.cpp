@@ -54,6 +54,12 @@ TEST(cli_exec_permits, at_most_n_commands_run_at_once) {
       {"exec", "jobs", "--permits", "2", "--wait", "0s", "--url", server.url(), "--", "true"});
   EXPECT_EQ(refused.status, 75) << refused.err;
   EXPECT_NE(refused.err.find("no permit of 'jobs' is free"), std::string::npos) << refused.err;
+  // -v: the status line (first at 250 ms) tells the permits taken and free.
+  const auto shown = run_rlock({"exec", "jobs", "--permits", "2", "--wait", "600ms", "-v", "--url",
+                                server.url(), "--", "true"});
+  EXPECT_EQ(shown.status, 75) << shown.err;
+  EXPECT_NE(shown.err.find("for a permit of 'jobs' (of 600ms): 2 taken, 0 free"), std::string::npos)
+      << shown.err;
 
   // A third waits (subscribed to the semaphore's channel) and runs once a holder ends.
   const auto ran = dir.path() / "ran";

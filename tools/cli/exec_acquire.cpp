@@ -58,12 +58,11 @@ acquire_result acquire_for_exec(rlock::client& client, const exec_lock& lock,
                  result->finish(ec, acquired, t);
                });
 
-  // A lock's hash is read for its holder; a semaphore's count is not a hash.
-  std::optional<holder_probe> probe;
-  if (lock.lock_hash) {
-    probe.emplace(client, lock.key, [result] { result->flag.raise(); });
-    probe->refresh();  // answered by the first tick; tells an application's hash at once
-  }
+  // A lock's hash is read for its holder; a semaphore for the permits taken.
+  holder_probe probe(
+      client, lock.key, [result] { result->flag.raise(); },
+      lock.lock_hash ? holder_probe::target::lock : holder_probe::target::permits);
+  probe.refresh();  // answered by the first tick; tells an application's hash at once
   const milliseconds period =
       line.mode() == progress_mode::log ? milliseconds(5000) : milliseconds(250);
   auto next_tick = t0 + milliseconds(250);
@@ -73,8 +72,8 @@ acquire_result acquire_for_exec(rlock::client& client, const exec_lock& lock,
     // Read before not_a_lock(): one reply sets both, so a probe seen settled here has its verdict
     // read below. Read after it, a reply landing in between would end the wait on a settled probe
     // whose verdict was never looked at (an application's hash reported as held, 75, not 65).
-    const bool probe_settled = !probe || probe->settled();
-    if (!not_a_lock && interrupted_by == 0 && probe && probe->not_a_lock()) {
+    const bool probe_settled = probe.settled();
+    if (!not_a_lock && interrupted_by == 0 && probe.not_a_lock()) {
       not_a_lock = true;
       stop.request_stop();  // the acquire completes with errc::stopped, nothing held
     }
@@ -104,7 +103,7 @@ acquire_result acquire_for_exec(rlock::client& client, const exec_lock& lock,
     }
     if (line.mode() != progress_mode::off && clock::now() >= next_tick && interrupted_by == 0 &&
         !not_a_lock) {
-      if (probe) probe->refresh();
+      probe.refresh();
       std::string text = "rlock: waiting " + format_duration(since(t0)) + " for " +
                          (lock.lock_hash ? "'" : "a permit of '") + lock.name + "'";
       if (request.wait && request.wait->count() == 0) {
@@ -112,9 +111,7 @@ acquire_result acquire_for_exec(rlock::client& client, const exec_lock& lock,
       } else if (request.wait) {
         text += " (of " + format_duration(*request.wait) + ")";
       }
-      if (const std::string holder = probe ? probe->describe() : std::string(); !holder.empty()) {
-        text += ": " + holder;
-      }
+      if (const std::string holder = probe.describe(); !holder.empty()) text += ": " + holder;
       line.update(text);
       next_tick += period;
     }

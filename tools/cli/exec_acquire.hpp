@@ -14,8 +14,8 @@
 //  - Other signals read meanwhile (SIGCHLD) are dropped: no child exists yet.
 //  - A lock's key is read once at the start (HGETALL, answered while the acquire waits): a hash
 //    without Redisson's lock fields stops the wait, and the result is not_a_lock with nothing
-//    held. A failed read (for example an ACL user without HGETALL) is ignored. A semaphore's
-//    permit (exec_lock::lock_hash false) is not read: its status line names no holder.
+//    held. A failed read (for example an ACL user without HGETALL) is ignored. For a semaphore's
+//    permit (exec_lock::lock_hash false) the line shows the permits taken and free instead.
 #pragma once
 
 #include <chrono>

@@ -6,6 +6,7 @@
 
 #include "duration.hpp"
 #include "lock_inspection.hpp"
+#include "redisson_names.hpp"
 
 namespace rlock::cli {
 
@@ -18,10 +19,13 @@ struct holder_probe::state {
   std::function<void()> on_answer;
   std::vector<owner_hold> owners;
   std::optional<long long> pttl;
+  std::optional<long long> available;  // permits: GET of the count (nullopt: no key)
+  std::optional<long long> taken;      // permits: ZCARD of the leases
 };
 
-holder_probe::holder_probe(rlock::client& client, std::string key, std::function<void()> on_answer)
-    : client_(client), key_(std::move(key)), state_(std::make_shared<state>()) {
+holder_probe::holder_probe(rlock::client& client, std::string key, std::function<void()> on_answer,
+                           target what)
+    : client_(client), key_(std::move(key)), what_(what), state_(std::make_shared<state>()) {
   state_->on_answer = std::move(on_answer);
 }
 
@@ -30,6 +34,10 @@ void holder_probe::refresh() {
     std::lock_guard lk(state_->mu);
     if (state_->in_flight > 0) return;
     state_->in_flight = 2;
+  }
+  if (what_ == target::permits) {
+    refresh_permits();
+    return;
   }
   client_.async_execute({"HGETALL", key_}, [s = state_](std::error_code ec, rlock::reply r) {
     {
@@ -52,6 +60,28 @@ void holder_probe::refresh() {
   });
 }
 
+void holder_probe::refresh_permits() {
+  client_.async_execute({"GET", key_}, [s = state_](std::error_code ec, rlock::reply r) {
+    {
+      std::lock_guard lk(s->mu);
+      --s->in_flight;
+      s->settled = true;
+      if (!ec) {
+        s->available = r.is_nil() ? std::nullopt : to_integer(r.str());
+        s->answered = true;
+      }
+    }
+    if (s->on_answer) s->on_answer();
+  });
+  client_.async_execute({"ZCARD", redisson::expirable_semaphore_timeouts(key_)},
+                        [s = state_](std::error_code ec, rlock::reply r) {
+                          std::lock_guard lk(s->mu);
+                          --s->in_flight;
+                          if (ec) return;
+                          s->taken = r.integer();
+                        });
+}
+
 bool holder_probe::not_a_lock() const {
   std::lock_guard lk(state_->mu);
   return state_->not_a_lock;
@@ -65,6 +95,11 @@ bool holder_probe::settled() const {
 std::string holder_probe::describe() const {
   std::lock_guard lk(state_->mu);
   if (!state_->answered) return "";
+  if (what_ == target::permits) {
+    if (!state_->taken) return "";
+    return std::to_string(*state_->taken) + " taken" +
+           (state_->available ? ", " + std::to_string(*state_->available) + " free" : "");
+  }
   if (state_->owners.empty()) return "free";
   std::string out;
   if (state_->pttl && *state_->pttl >= 0) {

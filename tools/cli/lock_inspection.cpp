@@ -21,13 +21,6 @@ return {t, pttl, {}})");
   return s;
 }
 
-std::optional<long long> to_integer(std::string_view s) {
-  long long v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
 long long numsub(rlock::client& c, const std::string& channel) {
   const rlock::reply r = c.execute({"PUBSUB", "NUMSUB", channel});
   return r.size() >= 2 ? r[1].integer() : 0;
@@ -51,6 +44,13 @@ bool exists(rlock::client& c, const std::string& key) {
 }
 
 }  // namespace
+
+std::optional<long long> to_integer(std::string_view s) {
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
 
 hash_shape shape_of_hash(const rlock::reply_view& r) {
   constexpr std::string_view write_suffix = ":write";

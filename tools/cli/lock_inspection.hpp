@@ -26,6 +26,7 @@
 #include <optional>
 #include <rlock/client.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlock::cli {
@@ -75,5 +76,9 @@ hash_shape shape_of_hash(const rlock::reply_view& hgetall);
 std::vector<owner_hold> owners_from_hgetall(const rlock::reply_view& r);
 
 const char* to_string(lock_state s);
+
+/// A Redis string as a decimal integer (a lock's hold count, a semaphore's count); nullopt for
+/// anything else, an empty string included.
+std::optional<long long> to_integer(std::string_view s);
 
 }  // namespace rlock::cli
