@@ -1,11 +1,12 @@
 #include "permit_keeper.hpp"
 
-#include <algorithm>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <system_error>
 #include <utility>
+
+#include "permit_renewal.hpp"
 
 namespace rlock::cli {
 namespace {
@@ -40,44 +41,43 @@ permit_keeper::~permit_keeper() {
 void permit_keeper::run(const std::stop_token& stop) {
   std::mutex mu;
   std::condition_variable_any idle;
-  auto sleep_until = [&](clock::time_point t) {  // false when stopped
-    std::unique_lock lk(mu);
-    idle.wait_until(lk, stop, t, [] { return false; });  // woken by the stop only
-    return !stop.stop_requested();
-  };
-  clock::time_point valid = valid_until_;
-  if (!renew_) {
-    if (sleep_until(valid)) lost_.request_stop();
-    return;
-  }
-  const milliseconds retry = std::min(std::max(lease_ / 10, milliseconds(1)), milliseconds(1000));
-  clock::time_point next = valid - lease_ + lease_ / 3;
+  permit_renewal protocol(lease_, renew_, valid_until_);
+  permit_renewal::action a = protocol.next(clock::now());
   for (;;) {
-    if (!sleep_until(std::min(next, valid))) return;
-    const clock::time_point sent = clock::now();
-    if (sent >= valid) break;
-    auto answer = std::make_shared<renewal_answer>();
-    semaphore_.async_update_lease_time(id_, lease_, [answer](std::error_code ec, bool held) {
-      const std::lock_guard lk(answer->mu);
-      answer->done = true;
-      answer->ec = ec;
-      answer->held = held;
-      answer->cv.notify_all();
-    });
-    std::unique_lock lk(answer->mu);
-    answer->cv.wait_until(lk, stop, valid, [&answer] { return answer->done; });
-    if (stop.stop_requested()) return;
-    if (!answer->done) break;                         // no answer before the lease may have ended
-    if (answer->ec == rlock::errc::shutdown) return;  // rlock is exiting
-    if (answer->ec) {
-      next = clock::now() + retry;
-      continue;
+    switch (a.what) {
+      case permit_renewal::step::lost:
+        lost_.request_stop();
+        return;
+      case permit_renewal::step::wait: {
+        std::unique_lock lk(mu);
+        idle.wait_until(lk, stop, a.until, [] { return false; });  // woken by the stop only
+        if (stop.stop_requested()) return;
+        a = protocol.next(clock::now());
+        break;
+      }
+      case permit_renewal::step::renew: {
+        auto answer = std::make_shared<renewal_answer>();
+        semaphore_.async_update_lease_time(id_, lease_, [answer](std::error_code ec, bool held) {
+          const std::lock_guard lk(answer->mu);
+          answer->done = true;
+          answer->ec = ec;
+          answer->held = held;
+          answer->cv.notify_all();
+        });
+        std::unique_lock lk(answer->mu);
+        answer->cv.wait_until(lk, stop, a.until, [&answer] { return answer->done; });
+        if (stop.stop_requested()) return;
+        if (!answer->done) {
+          a = protocol.next(clock::now());  // no answer by the lease's end: lost
+        } else if (answer->ec == rlock::errc::shutdown) {
+          return;  // rlock is exiting
+        } else {
+          a = protocol.on_reply(clock::now(), static_cast<bool>(answer->ec), answer->held);
+        }
+        break;
+      }
     }
-    if (!answer->held) break;
-    valid = sent + lease_;
-    next = sent + lease_ / 3;
   }
-  lost_.request_stop();
 }
 
 }  // namespace rlock::cli

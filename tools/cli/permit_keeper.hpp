@@ -1,5 +1,7 @@
 // permit_keeper.hpp: keeps one permit of a permit-expirable semaphore for `rlock exec --permits`:
 // renews its lease every third of it, as the watchdog renews a lock, and says when it is lost.
+// A thread of its own carries out permit_renewal.hpp's protocol (when to renew, when the permit
+// is lost) with the asynchronous update_lease_time.
 //
 // Guarantees:
 //  - valid_until (given, then moved on by each renewal) is a lower bound of the lease's end on
