@@ -16,15 +16,14 @@ namespace {
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-/// What the permit's operations share: the id taken and the keeper that renews it.
+/// What the permit's operations share: the keeper of the permit taken, which has its id.
 struct permit_state {
   rlock::permit_expirable_semaphore semaphore;
   milliseconds lease;
   bool renew;
   asio::strand<rlock::client::executor_type> strand;
   std::mutex mu;
-  std::string id;                         // empty until taken
-  std::unique_ptr<permit_keeper> keeper;  // set with the id
+  std::unique_ptr<permit_keeper> keeper;  // the permit taken (its id) while held
   // The bridge from the acquire's stop token to its cancellation slot: the signal is emitted on
   // the strand the handler is bound to, where the library also clears the slot.
   asio::cancellation_signal cancel;
@@ -36,10 +35,10 @@ struct permit_state {
 };
 
 void keep(const std::shared_ptr<permit_state>& st, std::string id, clock::time_point valid) {
-  const std::lock_guard lk(st->mu);
-  st->id = id;
-  st->keeper =
+  auto keeper =
       std::make_unique<permit_keeper>(st->semaphore, std::move(id), st->lease, valid, st->renew);
+  const std::lock_guard lk(st->mu);
+  st->keeper = std::move(keeper);
 }
 
 }  // namespace
@@ -87,18 +86,17 @@ exec_lock exec_permit_of(rlock::client& client, const rlock::permit_expirable_se
     });
   };
   out.unlock = [st](std::uint64_t, std::function<void(std::error_code)> done) {
-    std::string id;
     std::unique_ptr<permit_keeper> keeper;
     {
       const std::lock_guard lk(st->mu);
-      id = std::exchange(st->id, {});
       keeper = std::move(st->keeper);
     }
-    keeper.reset();  // stop renewing before the release
-    if (id.empty()) {
+    if (!keeper) {
       done(make_error_code(rlock::errc::not_owner));
       return;
     }
+    std::string id = keeper->id();
+    keeper.reset();  // stop renewing before the release
     st->semaphore.async_try_release({id}, [done = std::move(done)](std::error_code ec, bool held) {
       done(ec ? ec : held ? std::error_code{} : make_error_code(rlock::errc::not_owner));
     });

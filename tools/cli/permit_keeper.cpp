@@ -6,8 +6,6 @@
 #include <system_error>
 #include <utility>
 
-#include "permit_renewal.hpp"
-
 namespace rlock::cli {
 namespace {
 
@@ -29,8 +27,7 @@ permit_keeper::permit_keeper(rlock::permit_expirable_semaphore semaphore, std::s
     : semaphore_(std::move(semaphore)),
       id_(std::move(id)),
       lease_(lease),
-      valid_until_(valid_until),
-      renew_(renew),
+      protocol_(lease, renew, valid_until),
       thread_([this](const std::stop_token& stop) { run(stop); }) {}
 
 permit_keeper::~permit_keeper() {
@@ -41,8 +38,7 @@ permit_keeper::~permit_keeper() {
 void permit_keeper::run(const std::stop_token& stop) {
   std::mutex mu;
   std::condition_variable_any idle;
-  permit_renewal protocol(lease_, renew_, valid_until_);
-  permit_renewal::action a = protocol.next(clock::now());
+  permit_renewal::action a = protocol_.next(clock::now());
   for (;;) {
     switch (a.what) {
       case permit_renewal::step::lost:
@@ -52,7 +48,7 @@ void permit_keeper::run(const std::stop_token& stop) {
         std::unique_lock lk(mu);
         idle.wait_until(lk, stop, a.until, [] { return false; });  // woken by the stop only
         if (stop.stop_requested()) return;
-        a = protocol.next(clock::now());
+        a = protocol_.next(clock::now());
         break;
       }
       case permit_renewal::step::renew: {
@@ -68,11 +64,11 @@ void permit_keeper::run(const std::stop_token& stop) {
         answer->cv.wait_until(lk, stop, a.until, [&answer] { return answer->done; });
         if (stop.stop_requested()) return;
         if (!answer->done) {
-          a = protocol.next(clock::now());  // no answer by the lease's end: lost
+          a = protocol_.next(clock::now());  // no answer by the lease's end: lost
         } else if (answer->ec == rlock::errc::shutdown) {
           return;  // rlock is exiting
         } else {
-          a = protocol.on_reply(clock::now(), static_cast<bool>(answer->ec), answer->held);
+          a = protocol_.on_reply(clock::now(), static_cast<bool>(answer->ec), answer->held);
         }
         break;
       }

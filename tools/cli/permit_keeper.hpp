@@ -25,6 +25,8 @@
 #include <string>
 #include <thread>
 
+#include "permit_renewal.hpp"
+
 namespace rlock::cli {
 
 class permit_keeper {
@@ -37,6 +39,7 @@ class permit_keeper {
   permit_keeper(const permit_keeper&) = delete;
   permit_keeper& operator=(const permit_keeper&) = delete;
 
+  const std::string& id() const { return id_; }
   std::stop_token loss_token() const { return lost_.get_token(); }
 
  private:
@@ -45,8 +48,7 @@ class permit_keeper {
   rlock::permit_expirable_semaphore semaphore_;
   std::string id_;
   std::chrono::milliseconds lease_;
-  clock::time_point valid_until_;
-  bool renew_;
+  permit_renewal protocol_;  // read and written by the thread only, once started
   std::stop_source lost_;
   std::jthread thread_;  // last: started once the members it reads are set
 };
