@@ -178,6 +178,7 @@ class permit_expirable_semaphore {
   }
 
  private:
+  friend class permit_keeper;
   template <class T>
   using callback = std::function<void(std::error_code, T)>;
 

@@ -224,6 +224,7 @@ void expirable_semaphore_service::set(const std::string& raw_name, bool init, st
 
 void expirable_semaphore_service::shutdown() {
   waits_->shutdown();
+  keepers_.shutdown();
 }
 
 }  // namespace rlock::detail

@@ -21,6 +21,7 @@
 
 #include "detail/channel_wait.hpp"
 #include "detail/core.hpp"
+#include "detail/permit_keeper_op.hpp"
 
 namespace rlock::detail {
 
@@ -54,6 +55,8 @@ class expirable_semaphore_service
   explicit expirable_semaphore_service(std::shared_ptr<core> c)
       : core_(std::move(c)), waits_(std::make_shared<wait_registry>(core_)) {}
   const std::shared_ptr<core>& engine() const { return core_; }
+  /// The kept permits (permit_keeper.hpp), which shutdown() ends.
+  permit_keeper_registry& keepers() { return keepers_; }
 
   using ids_callback =
       std::function<void(std::error_code, std::vector<std::string> ids, const std::string&)>;
@@ -78,12 +81,14 @@ class expirable_semaphore_service
   /// (semaphore_set.lua, the semaphore's: the same counter and channel).
   void set(const std::string& raw_name, bool init, std::int64_t permits, count_callback done);
 
-  /// Ends every waiting acquire with errc::shutdown; later ones fail at once. Idempotent.
+  /// Ends every waiting acquire with errc::shutdown, and every kept permit (its loss token
+  /// stops); later ones fail at once. Idempotent.
   void shutdown();
 
  private:
   std::shared_ptr<core> core_;
   std::shared_ptr<wait_registry> waits_;
+  permit_keeper_registry keepers_;
 };
 
 }  // namespace rlock::detail

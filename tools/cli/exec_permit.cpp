@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "permit_keeper.hpp"
+#include <rlock/permit_keeper.hpp>
 
 namespace rlock::cli {
 namespace {
@@ -23,7 +23,7 @@ struct permit_state {
   bool renew;
   asio::strand<rlock::client::executor_type> strand;
   std::mutex mu;
-  std::unique_ptr<permit_keeper> keeper;  // the permit taken (its id) while held
+  std::unique_ptr<rlock::permit_keeper> keeper;  // the permit taken (its id) while held
   // The bridge from the acquire's stop token to its cancellation slot: the signal is emitted on
   // the strand the handler is bound to, where the library also clears the slot.
   asio::cancellation_signal cancel;
@@ -35,8 +35,9 @@ struct permit_state {
 };
 
 void keep(const std::shared_ptr<permit_state>& st, std::string id, clock::time_point valid) {
-  auto keeper =
-      std::make_unique<permit_keeper>(st->semaphore, std::move(id), st->lease, valid, st->renew);
+  auto keeper = std::make_unique<rlock::permit_keeper>(
+      st->semaphore, id, st->lease, valid,
+      st->renew ? rlock::permit_keeper::renewal::on : rlock::permit_keeper::renewal::off);
   const std::lock_guard lk(st->mu);
   st->keeper = std::move(keeper);
 }
@@ -86,7 +87,7 @@ exec_lock exec_permit_of(rlock::client& client, const rlock::permit_expirable_se
     });
   };
   out.unlock = [st](std::uint64_t, std::function<void(std::error_code)> done) {
-    std::unique_ptr<permit_keeper> keeper;
+    std::unique_ptr<rlock::permit_keeper> keeper;
     {
       const std::lock_guard lk(st->mu);
       keeper = std::move(st->keeper);

@@ -1,6 +1,7 @@
-// permit_renewal.hpp: when to renew the lease of a permit `rlock exec --permits` holds, and
-// when the permit counts as lost: the protocol of permit_keeper.hpp, without I/O or clocks of
-// its own (the caller passes the time), so it is unit-tested with simulated time.
+// permit_renewal.hpp: when to renew the lease of a kept permit (rlock/permit_keeper.hpp), and
+// when the permit counts as lost: the protocol that permit_keeper_op.hpp carries out, without
+// I/O or clocks of its own (the caller passes the time), so it is unit-tested with simulated
+// time.
 //
 // Guarantees:
 //  - valid_until() is a lower bound of the lease's end on the server: the send time of the last
@@ -17,7 +18,7 @@
 
 #include <chrono>
 
-namespace rlock::cli {
+namespace rlock::detail {
 
 class permit_renewal {
  public:
@@ -27,7 +28,7 @@ class permit_renewal {
   enum class step {
     wait,   ///< nothing to do until `until` (or the stop)
     renew,  ///< send a renewal now; its answer goes to on_reply(), by `until` at the latest
-    lost,   ///< the permit is lost (or may be): stop the command
+    lost,   ///< the permit is lost (or may be): tell the holder
   };
   struct action {
     step what = step::wait;
@@ -55,4 +56,4 @@ class permit_renewal {
   bool lost_ = false;
 };
 
-}  // namespace rlock::cli
+}  // namespace rlock::detail

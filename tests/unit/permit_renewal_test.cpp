@@ -1,10 +1,10 @@
-// permit_renewal (rlock exec --permits): when a permit's lease is renewed and when the permit
+// permit_renewal (rlock/permit_keeper.hpp): when a kept permit's lease is renewed and when it
 // counts as lost, with simulated time: no server, no sleeps.
 #include <gtest/gtest.h>
 
-#include "permit_renewal.hpp"
+#include "detail/permit_renewal.hpp"
 
-namespace rlock::cli {
+namespace rlock::detail {
 // Named, not anonymous: the unity build puts this file beside other tests' helpers.
 namespace permit_renewal_test {
 

@@ -1,8 +1,8 @@
-#include "permit_renewal.hpp"
+#include "detail/permit_renewal.hpp"
 
 #include <algorithm>
 
-namespace rlock::cli {
+namespace rlock::detail {
 
 permit_renewal::permit_renewal(milliseconds lease, bool renew, clock::time_point valid_until)
     : lease_(lease),
@@ -40,4 +40,4 @@ permit_renewal::action permit_renewal::on_reply(clock::time_point now, bool fail
   return next(now);
 }
 
-}  // namespace rlock::cli
+}  // namespace rlock::detail

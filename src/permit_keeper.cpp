@@ -1,0 +1,92 @@
+#include "rlock/permit_keeper.hpp"
+
+#include <string>
+#include <utility>
+
+#include "detail/expirable_semaphore_ops.hpp"
+#include "detail/permit_keeper_op.hpp"
+#include "rlock/error.hpp"
+
+namespace rlock {
+namespace {
+
+// As the semaphore's leases: PEXPIRE-style arithmetic past a century is refused.
+constexpr std::chrono::milliseconds max_kept_lease = std::chrono::hours(24 * 365 * 100);
+
+std::string checked_bytes(const permit_keeper::permit_id& id, std::chrono::milliseconds lease) {
+  if (lease.count() <= 0 || lease > max_kept_lease) {
+    throw error(make_error_code(errc::invalid_argument),
+                "permit_keeper: a lease must be longer than 0 and at most a century, not " +
+                    std::to_string(lease.count()) + " ms");
+  }
+  auto bytes = detail::permit_id_bytes(id);
+  if (!bytes) {
+    throw error(make_error_code(errc::invalid_argument),
+                "permit_keeper: a permit id is 32 hex characters, not '" + id.substr(0, 64) + "'");
+  }
+  return std::move(*bytes);
+}
+
+}  // namespace
+
+permit_keeper::permit_keeper(const permit_expirable_semaphore& semaphore, const permit_id& id,
+                             milliseconds lease)
+    : semaphore_(semaphore), id_(id) {
+  std::string bytes = checked_bytes(id, lease);
+  const clock::time_point sent = clock::now();
+  if (!semaphore_.update_lease_time(id, lease)) {
+    throw error(make_error_code(errc::not_owner),
+                "permit_keeper: permit " + id + " of '" + semaphore_.name() +
+                    "' is not held (released, or its lease ended)");
+  }
+  op_ = std::make_shared<detail::permit_keeper_op>(semaphore_.svc_, semaphore_.key_,
+                                                   std::move(bytes), lease, true, sent + lease);
+  semaphore_.svc_->keepers().start(op_);
+}
+
+permit_keeper::permit_keeper(const permit_expirable_semaphore& semaphore, const permit_id& id,
+                             milliseconds lease, clock::time_point valid_until, renewal r)
+    : semaphore_(semaphore), id_(id) {
+  op_ = std::make_shared<detail::permit_keeper_op>(semaphore_.svc_, semaphore_.key_,
+                                                   checked_bytes(id, lease), lease,
+                                                   r == renewal::on, valid_until);
+  semaphore_.svc_->keepers().start(op_);
+}
+
+permit_keeper::~permit_keeper() {
+  stop();
+}
+
+permit_keeper::permit_keeper(permit_keeper&& other) noexcept
+    : semaphore_(std::move(other.semaphore_)), id_(std::move(other.id_)), op_(std::move(other.op_)) {}
+
+permit_keeper& permit_keeper::operator=(permit_keeper&& other) noexcept {
+  if (this != &other) {
+    stop();
+    semaphore_ = std::move(other.semaphore_);
+    id_ = std::move(other.id_);
+    op_ = std::move(other.op_);
+  }
+  return *this;
+}
+
+std::stop_token permit_keeper::loss_token() const {
+  return op_ ? op_->loss_token() : std::stop_token{};
+}
+
+permit_keeper::clock::time_point permit_keeper::valid_until() const {
+  return op_ ? op_->valid_until() : clock::time_point::min();
+}
+
+void permit_keeper::stop() {
+  if (!op_) return;
+  op_->stop();
+  semaphore_.svc_->keepers().forget(op_->id);
+}
+
+bool permit_keeper::release() {
+  stop();
+  return semaphore_.try_release(id_);
+}
+
+}  // namespace rlock
