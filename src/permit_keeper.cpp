@@ -58,7 +58,9 @@ permit_keeper::~permit_keeper() {
 }
 
 permit_keeper::permit_keeper(permit_keeper&& other) noexcept
-    : semaphore_(std::move(other.semaphore_)), id_(std::move(other.id_)), op_(std::move(other.op_)) {}
+    : semaphore_(std::move(other.semaphore_)),
+      id_(std::move(other.id_)),
+      op_(std::move(other.op_)) {}
 
 permit_keeper& permit_keeper::operator=(permit_keeper&& other) noexcept {
   if (this != &other) {

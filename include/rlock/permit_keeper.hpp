@@ -11,7 +11,7 @@
 //
 //   auto sem = client.get_permit_expirable_semaphore("jobs");
 //   auto id = sem.acquire(30s);                      // a permit with a 30 s lease
-//   rlock::permit_keeper keeper(sem, *id, 30s);      // renewed every 10 s from now on
+//   rlock::permit_keeper keeper(sem, id, 30s);       // renewed every 10 s from now on
 //   while (!keeper.loss_token().stop_requested()) work();
 //   keeper.release();
 //

@@ -75,8 +75,7 @@ void permit_keeper_op::on_timer(std::uint64_t generation) {
   advance(lk, protocol_.next(clock::now()));
 }
 
-void permit_keeper_op::on_answer(std::uint64_t generation, std::error_code ec,
-                                 std::int64_t held) {
+void permit_keeper_op::on_answer(std::uint64_t generation, std::error_code ec, std::int64_t held) {
   std::unique_lock lk(mu_);
   if (stopped_ || generation != generation_) return;
   if (ec == errc::shutdown) {  // the client is closing: nothing keeps the permit now

@@ -28,8 +28,8 @@ class expirable_semaphore_service;
 
 class permit_keeper_op : public std::enable_shared_from_this<permit_keeper_op> {
  public:
-  /// `permit_bytes`: the permit id's 16 bytes; `lease` > 0; `renew` false: nothing is sent, the loss comes
-  /// at `valid_until`.
+  /// `permit_bytes`: the permit id's 16 bytes; `lease` > 0; `renew` false: nothing is sent, the
+  /// loss comes at `valid_until`.
   permit_keeper_op(std::shared_ptr<expirable_semaphore_service> svc, std::string raw_name,
                    std::string permit_bytes, std::chrono::milliseconds lease, bool renew,
                    clock::time_point valid_until);

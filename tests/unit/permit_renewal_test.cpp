@@ -1,8 +1,8 @@
 // permit_renewal (rlock/permit_keeper.hpp): when a kept permit's lease is renewed and when it
 // counts as lost, with simulated time: no server, no sleeps.
-#include <gtest/gtest.h>
-
 #include "detail/permit_renewal.hpp"
+
+#include <gtest/gtest.h>
 
 namespace rlock::detail {
 // Named, not anonymous: the unity build puts this file beside other tests' helpers.
@@ -104,4 +104,4 @@ TEST(permit_renewal, a_bound_already_past_is_lost_at_once) {
 }
 
 }  // namespace permit_renewal_test
-}  // namespace rlock::cli
+}  // namespace rlock::detail

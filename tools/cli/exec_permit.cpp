@@ -4,11 +4,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <rlock/permit_keeper.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <rlock/permit_keeper.hpp>
 
 namespace rlock::cli {
 namespace {
@@ -34,7 +33,7 @@ struct permit_state {
       : semaphore(std::move(s)), lease(l), renew(r), strand(asio::make_strand(ex)) {}
 };
 
-void keep(const std::shared_ptr<permit_state>& st, std::string id, clock::time_point valid) {
+void keep(const std::shared_ptr<permit_state>& st, const std::string& id, clock::time_point valid) {
   auto keeper = std::make_unique<rlock::permit_keeper>(
       st->semaphore, id, st->lease, valid,
       st->renew ? rlock::permit_keeper::renewal::on : rlock::permit_keeper::renewal::off);

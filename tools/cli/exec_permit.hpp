@@ -5,8 +5,9 @@
 // Guarantees, on top of exec_lock.hpp's:
 //  - The permit is taken with a lease (the watchdog timeout, or --lease) and its lease is set
 //    once more as soon as it is taken, so that the holder's lower bound of its end is that
-//    request's send time plus the lease (rlock/permit_keeper.hpp). Without a fixed lease it is renewed
-//    every third of it while held; with one it is not, and the loss token stops when it ends.
+//    request's send time plus the lease (rlock/permit_keeper.hpp). Without a fixed lease it is
+//    renewed every third of it while held; with one it is not, and the loss token stops when it
+//    ends.
 //  - If that first renewal fails, the permit is given back and the acquire fails with its error;
 //    if it finds the permit gone, the acquire succeeds with the loss token already stopped.
 //  - A stop request ends the wait and takes nothing (the library's undo).
