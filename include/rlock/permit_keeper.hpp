@@ -29,6 +29,9 @@
 //     at the latest when the permit could be given to someone else), and at client::shutdown().
 //     It is not stopped by stop(), release() or the destructor. Its std::stop_callbacks run on
 //     one of the client's I/O threads (or the thread calling shutdown()): quick, non-blocking.
+//   - A renewal never gives a permit back to its holder: one that reaches the server after the
+//     release (from another connection of the pool, or resent after a lost reply) finds the
+//     permit gone and changes nothing.
 //   - With renewal::off nothing is sent: the token stops at valid_until() (a fixed lease,
 //     watched).
 //   - After a pause of the holder's process longer than the lease, the token is stopped when it
