@@ -87,6 +87,7 @@ void permit_keeper::stop() {
 }
 
 bool permit_keeper::release() {
+  if (!op_) return false;  // moved from: it keeps nothing
   stop();
   return semaphore_.try_release(id_);
 }

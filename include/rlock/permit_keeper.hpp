@@ -100,7 +100,9 @@ class permit_keeper {
   /// Stops renewing at once (an answer in flight is dropped); the permit keeps what lease it
   /// has. Idempotent.
   void stop();
-  /// Stops renewing, then gives the permit back (try_release): true if released while held.
+  /// Stops renewing, then gives the permit back (try_release): true if released while held;
+  /// false on a keeper moved from (which keeps nothing: its loss_token() cannot stop, its
+  /// valid_until() is time_point::min()).
   bool release();
 
  private:
