@@ -15,22 +15,12 @@ namespace {
 using detail::expirable_inspect;
 using milliseconds = std::chrono::milliseconds;
 
-// As the lock's: PEXPIRE-style arithmetic past a century is refused rather than overflowed.
-constexpr milliseconds max_lease = std::chrono::hours(24 * 365 * 100);
-
 // Why the arguments are refused, or "" when they are fine.
 std::string bad_permits(std::int64_t permits) {
   if (permits < 1 || permits > permit_expirable_semaphore::max_permits_per_call) {
     return "permits must be 1 to " +
            std::to_string(permit_expirable_semaphore::max_permits_per_call) + ", not " +
            std::to_string(permits);
-  }
-  return {};
-}
-std::string bad_lease(std::optional<milliseconds> lease) {
-  if (lease && (lease->count() <= 0 || *lease > max_lease)) {
-    return "a lease must be longer than 0 and at most a century, not " +
-           std::to_string(lease->count()) + " ms";
   }
   return {};
 }
@@ -85,7 +75,7 @@ void permit_expirable_semaphore::start_acquire(clock::time_point deadline,
                                                std::optional<milliseconds> lease,
                                                std::int64_t permits, std::stop_token stop,
                                                callback<std::vector<permit_id>> cb) {
-  if (!bad_permits(permits).empty() || !bad_lease(lease).empty()) {
+  if (!bad_permits(permits).empty() || !detail::bad_expirable_lease(lease).empty()) {
     detail::post_or_complete_closed(svc_->engine()->io(), [cb = std::move(cb)] {
       cb(make_error_code(errc::invalid_argument), {});
     });
@@ -117,7 +107,7 @@ void permit_expirable_semaphore::start_update(const permit_id& id,
                                               callback<bool> cb) {
   std::string why;
   auto bytes = id_bytes({id}, why);
-  if (!bytes || !bad_lease(lease).empty()) {
+  if (!bytes || !detail::bad_expirable_lease(lease).empty()) {
     detail::post_or_complete_closed(svc_->engine()->io(), [cb = std::move(cb)] {
       cb(make_error_code(errc::invalid_argument), false);
     });
@@ -135,7 +125,7 @@ std::vector<permit_expirable_semaphore::permit_id> permit_expirable_semaphore::a
     clock::time_point deadline, std::optional<milliseconds> lease, std::int64_t permits,
     std::stop_token stop, const char* op) {
   std::string why = bad_permits(permits);
-  if (why.empty()) why = bad_lease(lease);
+  if (why.empty()) why = detail::bad_expirable_lease(lease);
   if (!why.empty()) {
     throw error(make_error_code(errc::invalid_argument),
                 std::string(op) + " '" + name_ + "': " + why);
@@ -159,7 +149,7 @@ std::int64_t permit_expirable_semaphore::inspect(int what, const permit_id& id,
       what == static_cast<int>(expirable_inspect::update)) {
     std::string why;
     auto b = id_bytes({id}, why);
-    if (why.empty()) why = bad_lease(lease);
+    if (why.empty()) why = detail::bad_expirable_lease(lease);
     if (!b || !why.empty()) {
       throw error(make_error_code(errc::invalid_argument),
                   std::string(op) + " '" + name_ + "': " + why);

@@ -10,14 +10,9 @@
 namespace rlock {
 namespace {
 
-// As the semaphore's leases: PEXPIRE-style arithmetic past a century is refused.
-constexpr std::chrono::milliseconds max_kept_lease = std::chrono::hours(24 * 365 * 100);
-
 std::string checked_bytes(const permit_keeper::permit_id& id, std::chrono::milliseconds lease) {
-  if (lease.count() <= 0 || lease > max_kept_lease) {
-    throw error(make_error_code(errc::invalid_argument),
-                "permit_keeper: a lease must be longer than 0 and at most a century, not " +
-                    std::to_string(lease.count()) + " ms");
+  if (const std::string why = detail::bad_expirable_lease(lease); !why.empty()) {
+    throw error(make_error_code(errc::invalid_argument), "permit_keeper: " + why);
   }
   auto bytes = detail::permit_id_bytes(id);
   if (!bytes) {

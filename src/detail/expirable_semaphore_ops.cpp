@@ -51,6 +51,15 @@ std::string_view inspect_kind(expirable_inspect what) {
 
 }  // namespace
 
+std::string bad_expirable_lease(std::optional<std::chrono::milliseconds> lease) {
+  constexpr std::chrono::milliseconds century = std::chrono::hours(24 * 365 * 100);
+  if (lease && (lease->count() <= 0 || *lease > century)) {
+    return "a lease must be longer than 0 and at most a century, not " +
+           std::to_string(lease->count()) + " ms";
+  }
+  return {};
+}
+
 std::string expirable_lease_arg(std::optional<std::chrono::milliseconds> lease) {
   return lease ? std::to_string(lease->count()) : std::string("-1");
 }

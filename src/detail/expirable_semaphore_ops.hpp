@@ -37,6 +37,10 @@ std::string permit_id_hex(std::string_view bytes);
 /// The 16 bytes of a 32-character hex id (either case); nullopt for anything else.
 std::optional<std::string> permit_id_bytes(std::string_view hex);
 
+/// Why a permit's lease is refused ("" if it is fine): <= 0, or longer than a century (as the
+/// lock's: PEXPIRE-style arithmetic past it is refused rather than overflowed). nullopt (never
+/// expires) is fine.
+std::string bad_expirable_lease(std::optional<std::chrono::milliseconds> lease);
 /// A lease as the scripts take it: its ms, or "-1" for none (the permit never expires).
 std::string expirable_lease_arg(std::optional<std::chrono::milliseconds> lease);
 

@@ -33,7 +33,15 @@ void permit_keeper_op::stop() {
 }
 
 void permit_keeper_op::end() {
-  stop();
+  std::unique_lock lk(mu_);
+  lose(lk);
+}
+
+void permit_keeper_op::lose(std::unique_lock<std::mutex>& lk) {
+  stopped_ = true;
+  ++generation_;
+  timer_.cancel();
+  lk.unlock();
   lost_.request_stop();
 }
 
@@ -46,10 +54,7 @@ void permit_keeper_op::advance(std::unique_lock<std::mutex>& lk, action a) {
   const std::uint64_t generation = ++generation_;
   switch (a.what) {
     case permit_renewal::step::lost:
-      stopped_ = true;
-      timer_.cancel();
-      lk.unlock();
-      lost_.request_stop();
+      lose(lk);
       return;
     case permit_renewal::step::wait:
     case permit_renewal::step::renew:
@@ -79,10 +84,7 @@ void permit_keeper_op::on_answer(std::uint64_t generation, std::error_code ec, s
   std::unique_lock lk(mu_);
   if (stopped_ || generation != generation_) return;
   if (ec == errc::shutdown) {  // the client is closing: nothing keeps the permit now
-    stopped_ = true;
-    timer_.cancel();
-    lk.unlock();
-    lost_.request_stop();
+    lose(lk);
     return;
   }
   advance(lk, protocol_.on_reply(clock::now(), static_cast<bool>(ec), held == 1));

@@ -53,6 +53,8 @@ class permit_keeper_op : public std::enable_shared_from_this<permit_keeper_op> {
   void advance(std::unique_lock<std::mutex>& lk, action a);
   void on_timer(std::uint64_t generation);
   void on_answer(std::uint64_t generation, std::error_code ec, std::int64_t held);
+  // Stops renewing and stops the loss token; called with lk held, returns with it released.
+  void lose(std::unique_lock<std::mutex>& lk);
 
   std::shared_ptr<expirable_semaphore_service> svc_;
   std::string raw_name_;
