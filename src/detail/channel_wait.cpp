@@ -76,21 +76,24 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
     if (finished_ || stopping_) {
       // Ended while this attempt was out: nothing it did may stay.
       lk.unlock();
-      if (o.undo && (o.success || o.ec)) o.undo();
+      undo_or_spend(o, o.success || o.ec);
       finish_now(end_ec_, false);
       return;
     }
     if (o.ec) {
       lk.unlock();
-      if (o.undo) o.undo();
+      undo_or_spend(o, true);
       finish_now(o.ec, false, o.detail);
       return;
     }
     if (o.success || clock::now() >= spec_.deadline) {
       lk.unlock();
+      undo_or_spend(o, false);
       finish_now({}, o.success);
       return;
     }
+    // Not met: the attempt's key is spent (a callback that only hands it on, never back here).
+    if (o.spent) o.spent();
     retry_in_ = bounded_by_recheck(o.retry_in);
     if (!subscribed_) {
       subscribing_ = true;
@@ -106,6 +109,15 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
     }
     arm_timer_locked();
     arm_retry_locked();
+  }
+
+  // Runs the attempt's undo when `undo` says so and it has one; otherwise its spent callback.
+  static void undo_or_spend(const attempt_outcome& o, bool undo) {
+    if (undo && o.undo) {
+      o.undo();
+    } else if (o.spent) {
+      o.spent();
+    }
   }
 
   // `retry_in`, but never later than the recheck (config::wait_recheck_interval, equal jitter:

@@ -42,6 +42,10 @@ struct attempt_outcome {
   std::string detail;    ///< the reply's text explaining `ec`
   /// Undoes what the attempt may have done; empty when there is nothing to undo.
   std::function<void()> undo;
+  /// Runs once the wait needs nothing the attempt left on the server any more (its request
+  /// key, spent_keys.hpp): after the wait has used the outcome, unless `undo` runs instead
+  /// (which then sees to it). Empty: nothing to do.
+  std::function<void()> spent;
   /// Not met: attempt again after this long even without a message (nullopt: only at a
   /// message, a resubscription or never).
   std::optional<clock::duration> retry_in;

@@ -48,7 +48,8 @@ core::core(config cfg, const std::vector<const script*>& scripts)
       // Version 8 tells queued waiters that this client hands the lock over through the queue
       // (lock_acquire_queued.lua); Redisson's ids, like rlock's without the queue, are version 4.
       id_(make_uuid(cfg_.lock_queue ? 8 : 4)),
-      work_(asio::make_work_guard(io_)) {
+      work_(asio::make_work_guard(io_)),
+      spent_(std::make_unique<spent_keys>(*this)) {
   validate_config(cfg_);
   const std::vector<server_address> seeds = cluster_seeds(cfg_);
   connection_options opts = !seeds.empty()             ? server_options(cfg_, seeds.front())
@@ -154,6 +155,10 @@ connection_status core::status() const {
 }
 
 void core::shutdown() {
+  if (closed_.load(std::memory_order_acquire)) return;
+  // Spent request keys are deleted while the connections still serve: briefly, so that a client
+  // closing while its server is unreachable does not wait long for it.
+  spent_->close(clock::now() + std::min<clock::duration>(cfg_.timeout, spent_close_wait));
   if (closed_.exchange(true)) return;
   // First: once it has returned, no announcement reaches node_'s connections.
   if (sentinel_watch_) sentinel_watch_->close();

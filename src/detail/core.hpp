@@ -22,6 +22,7 @@
 #include "detail/node.hpp"
 #include "detail/sentinel_watch.hpp"
 #include "detail/server_client.hpp"
+#include "detail/spent_keys.hpp"
 #include "detail/subscriber.hpp"
 #include "rlock/config.hpp"
 #include "rlock/connection_status.hpp"
@@ -100,6 +101,9 @@ class core : public std::enable_shared_from_this<core> {
   bool cluster_mode() const { return cluster_ != nullptr; }
   /// The state of the command connections (errc::shutdown once shut down).
   connection_status status() const;
+  /// Request keys no attempt can read any more, deleted in batches (spent_keys.hpp); what is
+  /// pending when the client shuts down is deleted first (briefly: at most 250 ms).
+  spent_keys& spent() { return *spent_; }
 
  private:
   struct attempt;
@@ -114,6 +118,8 @@ class core : public std::enable_shared_from_this<core> {
   static constexpr std::chrono::milliseconds tryagain_delay{50};
   /// Cluster mode: how often a request made before the first scan settled looks again.
   static constexpr std::chrono::milliseconds settle_poll{2};
+  /// shutdown() waits at most this long for the DELs of spent request keys.
+  static constexpr std::chrono::milliseconds spent_close_wait{250};
   /// Swaps an EVALSHA attempt's script for its SPUBLISH twin, if it has one.
   void use_sharded_twin(attempt& a);
   /// An attempt with `opts`' retry policy, timeout and completion; the caller adds its payload
@@ -141,6 +147,8 @@ class core : public std::enable_shared_from_this<core> {
   std::string id_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
+  // After io_: its timer is destroyed before io_ is (shutdown() has cancelled it by then).
+  std::unique_ptr<spent_keys> spent_;
   std::unique_ptr<node> node_;  // null in Cluster mode
   std::shared_ptr<cluster_router> cluster_;
   // Cluster mode: each publishing script's twin that SPUBLISHes instead.

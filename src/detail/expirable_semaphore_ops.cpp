@@ -27,7 +27,9 @@ void give_back(const std::shared_ptr<core>& c, const std::string& raw_name,
   const std::string_view keys[] = {raw_name, timeouts, channel, latch};
   std::vector<std::string_view> args{ttl, "any"};
   args.insert(args.end(), ids.begin(), ids.end());
-  c->eval(expirable_semaphore_release_script(), keys, args, o, [](const exec_result&) {});
+  c->eval(expirable_semaphore_release_script(), keys, args, o, [c, latch](const exec_result& r) {
+    if (answered_once(r)) c->spent().put(latch);
+  });
 }
 
 // expirable_semaphore_inspect.lua's ARGV[1] for `what`.
@@ -207,7 +209,10 @@ void expirable_semaphore_service::release(const std::string& raw_name, std::vect
   std::vector<std::string_view> args{ttl, "all"};
   args.insert(args.end(), ids.begin(), ids.end());
   core_->eval(expirable_semaphore_release_script(), keys, args, once_options(raw_name),
-              integer_result(std::move(done)));
+              [c = core_, latch, f = integer_result(std::move(done))](exec_result r) {
+                if (answered_once(r)) c->spent().put(latch);
+                f(std::move(r));
+              });
 }
 
 void expirable_semaphore_service::inspect(const std::string& raw_name, expirable_inspect what,

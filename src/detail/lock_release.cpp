@@ -65,7 +65,7 @@ void lock_service::send_unlock(unlock_request r, exec_callback done) {
                 // Answered, and no earlier attempt can still run: nothing will read the latch
                 // again.
                 if (!res.ec && !res.earlier_attempt_may_have_run && !sent_before) {
-                  self->spent_latches_.put(raw_name, latch);
+                  self->core_->spent().put(self->spent_latches_.put(raw_name, latch));
                 }
                 done(std::move(res));
               });

@@ -88,39 +88,17 @@ void lock_service::shutdown() {
       return a;
     });
   }
-  // Latches of answered unlocks would wait for the lock's next unlock script, which a client
-  // that closes never sends: it deletes them now (one DEL per lock, in the lock's slot), instead
-  // of leaving them to expire with their TTL. Best effort, briefly: a client closing while its
-  // server is unreachable should not wait long for it.
-  const auto now = clock::now();
-  const auto deadline = now + core_->cfg().timeout;
-  const auto latch_deadline =
-      now + std::min<clock::duration>(core_->cfg().timeout, std::chrono::milliseconds(250));
-  for (auto& [name, latches] : spent_latches_.take_all()) {
-    if (latches.empty()) continue;
-    std::vector<std::string_view> args = {"DEL"};
-    args.insert(args.end(), latches.begin(), latches.end());
-    exec_options opts;
-    opts.idempotent = true;
-    opts.deadline = latch_deadline;
-    opts.route_key = name;
-    {
-      std::lock_guard lk(mu_);
-      ++latch_dels_;
-    }
-    core_->exec(args, opts, [self = shared_from_this()](exec_result) {
-      std::lock_guard lk(self->mu_);
-      if (--self->latch_dels_ == 0) self->cleanup_done_.notify_all();
-    });
-  }
   // Their leave scripts are queued now; on one of the client's I/O threads their replies could
   // not be read while this one waits.
   if (!core_->io().get_executor().running_in_this_thread()) {
+    const auto deadline = clock::now() + core_->cfg().timeout;
     std::unique_lock lk(mu_);
-    cleanup_done_.wait_until(lk, latch_deadline,
-                             [this] { return undo_in_flight_.empty() && latch_dels_ == 0; });
     cleanup_done_.wait_until(lk, deadline, [this] { return undo_in_flight_.empty(); });
   }
+  // Latches of answered unlocks (the undos' too) would wait for the lock's next unlock script,
+  // which a client that closes never sends: they go to the client's spent keys, which
+  // core::shutdown deletes (briefly), instead of being left to expire with their TTL.
+  for (auto& [name, latches] : spent_latches_.take_all()) core_->spent().put(std::move(latches));
   // Unlocks whose undo has not landed by now are not sent: sent before it, each could take the
   // hold the undo is for (see unlocks_after_undo_).
   std::vector<std::function<void(bool)>> refused;

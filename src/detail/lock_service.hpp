@@ -247,8 +247,7 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   // at once. Set, waited on and cancelled with mu_ held.
   std::map<std::pair<std::string, std::uint64_t>, std::vector<std::shared_ptr<asio::steady_timer>>>
       undo_waits_;
-  std::condition_variable cleanup_done_;  // undo_in_flight_ and latch_dels_ reached 0
-  int latch_dels_ = 0;                    // DELs of spent latches sent at shutdown, in flight
+  std::condition_variable cleanup_done_;  // undo_in_flight_ reached 0
   bool closed_ = false;
   std::atomic<std::uint64_t> next_token_{0};  // acquire tokens (op::token)
 };

@@ -30,6 +30,12 @@ inline std::string once_ttl_ms(const config& cfg) {
   return std::to_string((cfg.timeout + cfg.retry_delay_max).count() * (cfg.retry_attempts + 1));
 }
 
+/// True when `r` answered its request on its only attempt: no late attempt can reach the
+/// server, so nothing will read the request's key again (it may go to core::spent()).
+inline bool answered_once(const exec_result& r) {
+  return !r.ec && !r.earlier_attempt_may_have_run;
+}
+
 /// Options of a request that its key makes safe to send again, routed by `route_key`.
 inline exec_options once_options(std::string_view route_key) {
   exec_options o;

@@ -21,12 +21,14 @@ std::string acquire_latch(std::string_view raw_name) {
 }
 
 // Sends rwlock_unlock.lua releasing one `mode` hold of `owner` (with a fresh unlock latch, so
-// it counts once when resent). With `acquire_latch`, an undo: it releases only if the acquire
-// that latch belongs to took a hold; `fence` are the connections closed first.
+// it counts once when resent; spent once answered). With `acquire_latch`, an undo: it releases
+// only if the acquire that latch belongs to took a hold; `fence` are the connections closed
+// first; that latch is spent with the unlock's if the acquire was answered on its only attempt
+// (`acquire_answered`: no late attempt of it can come).
 void send_unlock(const std::shared_ptr<core>& c, const std::string& raw_name, rw_mode mode,
                  const std::string& owner, std::chrono::milliseconds lease,
                  const std::string& acquire_latch, std::vector<server_client> fence,
-                 exec_callback done) {
+                 bool acquire_answered, exec_callback done) {
   const std::string channel = rw_lock_channel(raw_name);
   const std::string unlock = unlock_latch(raw_name, random_request_id());
   const std::string prefix = rw_key_prefix(raw_name);
@@ -37,7 +39,14 @@ void send_unlock(const std::shared_ptr<core>& c, const std::string& raw_name, rw
   const std::string_view keys[] = {raw_name, channel, unlock, prefix, acquire_latch};
   const std::string_view args[] = {mode_arg(mode), owner, lease_ms, ttl};
   c->eval(rwlock_unlock_script(), std::span(keys, acquire_latch.empty() ? 4 : 5), args, o,
-          std::move(done));
+          [c, unlock, acquire_latch, acquire_answered, done = std::move(done)](exec_result r) {
+            if (answered_once(r)) {
+              std::vector<std::string> spent{unlock};
+              if (acquire_answered && !acquire_latch.empty()) spent.push_back(acquire_latch);
+              c->spent().put(std::move(spent));
+            }
+            done(std::move(r));
+          });
 }
 
 }  // namespace
@@ -141,14 +150,16 @@ void rw_lock_service::acquire(rw_acquire_request req, done_flag done) {
                 // expiry would be noticed only at the wait's deadline).
                 out.retry_in = std::chrono::milliseconds(std::max<long long>(r.value.integer(), 1));
               }
+              const bool answered = answered_once(r);
               if (out.success || unknown) {
                 // Best effort: nobody waits for it.
-                out.undo = [c, key, mode, owner, latch, lease,
+                out.undo = [c, key, mode, owner, latch, lease, answered,
                             fence = std::move(r.unknown_on)]() mutable {
-                  send_unlock(c, key, mode, owner, lease, latch, std::move(fence),
+                  send_unlock(c, key, mode, owner, lease, latch, std::move(fence), answered,
                               [](const exec_result&) {});
                 };
               }
+              if (answered) out.spent = [c, latch] { c->spent().put(latch); };
               then(out);
             });
   };
@@ -208,7 +219,7 @@ void rw_lock_service::unlock(const std::string& raw_name, rw_mode mode, std::uin
     }
   }
   send_unlock(
-      core_, raw_name, mode, owner_field(core_->id(), owner_id), lease, {}, {},
+      core_, raw_name, mode, owner_field(core_->id(), owner_id), lease, {}, {}, false,
       [self = shared_from_this(), k, last, lost, done = std::move(done)](exec_result r) mutable {
         if (!r.ec && !r.value.is_integer()) {
           r.ec = make_error_code(errc::protocol_error);

@@ -15,9 +15,11 @@ namespace {
 
 // Gives back `permits` taken by the acquire whose latch is `acquire_latch` if it took them
 // (empty: unconditionally), after closing the connections `fence` on the server. Best effort:
-// nobody waits for it.
+// nobody waits for it. Its own latch is spent once answered, and the acquire's too if that was
+// answered on its only attempt (`acquire_answered`: no late attempt of it can come).
 void give_back(const std::shared_ptr<core>& c, const std::string& raw_name, std::int64_t permits,
-               const std::string& acquire_latch, std::vector<server_client> fence) {
+               const std::string& acquire_latch, std::vector<server_client> fence,
+               bool acquire_answered) {
   const std::string channel = semaphore_channel(raw_name);
   const std::string latch = semaphore_latch(raw_name);
   const std::string count = std::to_string(permits);
@@ -27,7 +29,12 @@ void give_back(const std::shared_ptr<core>& c, const std::string& raw_name, std:
   const std::string_view keys_all[] = {raw_name, channel, latch, acquire_latch};
   const std::string_view args[] = {count, ttl};
   c->eval(semaphore_release_script(), std::span(keys_all, acquire_latch.empty() ? 3 : 4), args, o,
-          [](const exec_result&) {});
+          [c, latch, acquire_latch, acquire_answered](const exec_result& r) {
+            if (!answered_once(r)) return;
+            std::vector<std::string> spent{latch};
+            if (acquire_answered && !acquire_latch.empty()) spent.push_back(acquire_latch);
+            c->spent().put(std::move(spent));
+          });
 }
 
 }  // namespace
@@ -90,11 +97,14 @@ void semaphore_service::acquire(
               // Taken, or maybe taken: what gives the permits back if the wait does not deliver
               // them (only if this try's latch says it took them, on a connection that the
               // lost attempt cannot overtake).
+              const bool answered = answered_once(r);
               if (out.success || unknown) {
-                out.undo = [c, key, permits, latch, fence = std::move(r.unknown_on)]() mutable {
-                  give_back(c, key, permits, latch, std::move(fence));
+                out.undo = [c, key, permits, latch, answered,
+                            fence = std::move(r.unknown_on)]() mutable {
+                  give_back(c, key, permits, latch, std::move(fence), answered);
                 };
               }
+              if (answered) out.spent = [c, latch] { c->spent().put(latch); };
               then(out);
             });
   };
@@ -119,7 +129,10 @@ void change_semaphore(const std::shared_ptr<core>& c, const std::string& raw_nam
   const std::string count = std::to_string(permits);
   const std::string ttl = once_ttl_ms(c->cfg());
   const std::string_view keys[] = {raw_name, channel, latch};
-  exec_callback finish = integer_result(std::move(done));
+  exec_callback finish = [c, latch, f = integer_result(std::move(done))](exec_result r) {
+    if (answered_once(r)) c->spent().put(latch);
+    f(std::move(r));
+  };
   if (what == semaphore_change::release) {
     const std::string_view args[] = {count, ttl};
     c->eval(semaphore_release_script(), keys, args, once_options(raw_name), std::move(finish));

@@ -8,6 +8,8 @@
 // unlock. Once an unlock has been answered on its only attempt, nothing will ever read its latch:
 // Redisson then sends a DEL; rlock passes the latch to the next unlock script of the same lock
 // (same slot, no extra request), which deletes it with the lock's own DEL on a final release.
+// A latch this table cannot keep (a full table: many distinct lock names) goes to spent_keys,
+// which deletes it within moments, in a DEL of up to 64 keys.
 // (Acquires carry none: their fast path then runs no more commands than Redisson's.) A latch
 // whose unlock was retried keeps its TTL: the earlier attempt may still be on its way to the
 // server.
@@ -25,21 +27,32 @@ namespace rlock::detail {
 class spent_latches {
  public:
   /// At most `max_locks` locks with latches waiting, each with at most `max_per_lock`. Beyond
-  /// that a latch is not kept (it expires by its TTL, as Redisson's did before it deleted them).
+  /// that a latch is not kept here: put() returns it, for the client to delete another way
+  /// (spent_keys.hpp).
   explicit spent_latches(std::size_t max_locks = 1024, std::size_t max_per_lock = 4)
       : max_locks_(max_locks), max_per_lock_(max_per_lock) {}
 
   /// Records `latch` of lock `raw_name`, to be deleted by the next unlock script for that lock.
+  /// Returns the latches that are not kept: `latch` itself when its lock has max_per_lock
+  /// already, or another lock's, dropped whole to make room for a new lock in a full table.
   /// Call only for an unlock answered on its only attempt. Thread-safe.
-  void put(const std::string& raw_name, std::string latch) {
+  [[nodiscard]] std::vector<std::string> put(const std::string& raw_name, std::string latch) {
+    std::vector<std::string> dropped;
     std::lock_guard lk(mu_);
     auto it = by_lock_.find(raw_name);
     if (it == by_lock_.end()) {
-      // A full table drops some other lock's latches: they expire by their TTL.
-      if (by_lock_.size() >= max_locks_ && !by_lock_.empty()) by_lock_.erase(by_lock_.begin());
+      if (by_lock_.size() >= max_locks_ && !by_lock_.empty()) {
+        dropped = std::move(by_lock_.begin()->second);
+        by_lock_.erase(by_lock_.begin());
+      }
       it = by_lock_.emplace(raw_name, std::vector<std::string>{}).first;
     }
-    if (it->second.size() < max_per_lock_) it->second.push_back(std::move(latch));
+    if (it->second.size() < max_per_lock_) {
+      it->second.push_back(std::move(latch));
+    } else {
+      dropped.push_back(std::move(latch));
+    }
+    return dropped;
   }
 
   /// Takes the latches recorded for `raw_name` (empty if none): the caller's script deletes

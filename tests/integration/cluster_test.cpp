@@ -503,5 +503,32 @@ TEST(cluster, a_bad_cluster_config_is_refused) {
   EXPECT_EQ(refused(bad_url), errc::invalid_url);
 }
 
+TEST(cluster, spent_request_keys_of_many_slots_are_deleted_slot_by_slot) {
+  redis_cluster cluster;
+  client c(cluster_config(cluster));
+  // 40 semaphores: their names fall in many slots on every master, and each acquire and
+  // release leaves a request key in its semaphore's slot (a DEL of keys of several slots would
+  // be refused with CROSSSLOT, and leave them to their 16 s TTL).
+  for (int i = 0; i < 40; ++i) {
+    auto s = c.get_semaphore("spent-" + std::to_string(i));
+    ASSERT_TRUE(s.try_set_permits(1));
+    ASSERT_TRUE(s.try_acquire());
+    s.release();
+  }
+  auto request_keys = [&] {
+    std::size_t n = 0;
+    for (int m = 0; m < 3; ++m) {
+      n += cluster.master(m).cli_reply({"KEYS", "rlock_semaphore_latch:*"}).elements.size();
+    }
+    return n;
+  };
+  EXPECT_TRUE(wait_until([&] { return request_keys() == 0; }, 3s, 20ms))
+      << request_keys() << " request keys left";
+  for (int i = 0; i < 40; i += 13) {
+    const std::string name = "spent-" + std::to_string(i);
+    EXPECT_EQ(cluster.owner_of(name).cli({"GET", name}), "1") << name;
+  }
+}
+
 }  // namespace
 }  // namespace rlock::test

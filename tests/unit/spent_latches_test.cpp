@@ -14,9 +14,9 @@ using latches = std::vector<std::string>;
 TEST(spent_latches, take_returns_a_locks_latches_once) {
   spent_latches s;
   EXPECT_EQ(s.take("a"), latches{});
-  s.put("a", "l1");
-  s.put("b", "l2");
-  s.put("a", "l3");
+  EXPECT_EQ(s.put("a", "l1"), latches{});
+  EXPECT_EQ(s.put("b", "l2"), latches{});
+  EXPECT_EQ(s.put("a", "l3"), latches{});
   EXPECT_EQ(s.size(), 2u);
   EXPECT_EQ(s.take("a"), (latches{"l1", "l3"}));
   EXPECT_EQ(s.take("a"), latches{});
@@ -24,21 +24,21 @@ TEST(spent_latches, take_returns_a_locks_latches_once) {
   EXPECT_EQ(s.size(), 0u);
 }
 
-TEST(spent_latches, a_lock_keeps_at_most_max_per_lock) {
+TEST(spent_latches, a_lock_keeps_at_most_max_per_lock_and_returns_the_rest) {
   spent_latches s(8, 2);
-  s.put("a", "l1");
-  s.put("a", "l2");
-  s.put("a", "l3");  // not kept: it expires by its TTL
+  EXPECT_EQ(s.put("a", "l1"), latches{});
+  EXPECT_EQ(s.put("a", "l2"), latches{});
+  EXPECT_EQ(s.put("a", "l3"), latches{"l3"}) << "not kept: for the caller to delete";
   EXPECT_EQ(s.take("a"), (latches{"l1", "l2"}));
 }
 
-TEST(spent_latches, a_full_table_drops_another_locks_latches_for_a_new_lock) {
+TEST(spent_latches, a_full_table_returns_another_locks_latches_for_a_new_lock) {
   spent_latches s(2, 4);
-  s.put("a", "la");
-  s.put("b", "lb");
-  s.put("a", "la2");  // a lock already in the table is not a new entry
+  EXPECT_EQ(s.put("a", "la"), latches{});
+  EXPECT_EQ(s.put("b", "lb"), latches{});
+  EXPECT_EQ(s.put("a", "la2"), latches{}) << "a lock already in the table is not a new entry";
   EXPECT_EQ(s.size(), 2u);
-  s.put("c", "lc");
+  const latches dropped = s.put("c", "lc");
   EXPECT_EQ(s.size(), 2u);
   EXPECT_EQ(s.take("c"), latches{"lc"});
   const latches a = s.take("a");
@@ -46,8 +46,10 @@ TEST(spent_latches, a_full_table_drops_another_locks_latches_for_a_new_lock) {
   EXPECT_NE(a.empty(), b.empty()) << "exactly one of a and b was dropped, whole";
   if (!a.empty()) {
     EXPECT_EQ(a, (latches{"la", "la2"}));
+    EXPECT_EQ(dropped, latches{"lb"});
   } else {
     EXPECT_EQ(b, latches{"lb"});
+    EXPECT_EQ(dropped, (latches{"la", "la2"}));
   }
   EXPECT_EQ(s.size(), 0u);
 }
