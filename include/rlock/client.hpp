@@ -198,7 +198,10 @@ class client {
   /// does not hang), and asynchronous handlers get it, those on the client's executor (the
   /// default) on a thread of Asio's system executor, since the client's threads are gone.
   /// Locks still held are not released: they are no longer renewed, stay on the server until
-  /// their leases end, and every hold's loss_token() is stopped.
+  /// their leases end, and every hold's loss_token() is stopped. The keys that made this
+  /// client's answered requests count once (unlock latches, semaphore and latch request keys),
+  /// which nothing reads any more, are deleted first; that waits at most 250 ms (a server that
+  /// does not answer leaves them to their TTL, about 20 s at the defaults).
   void shutdown();
 
   /// Internal: the engine shared by every object this client hands out.

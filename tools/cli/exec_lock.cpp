@@ -8,9 +8,6 @@ exec_lock exec_lock_of(rlock::lock lock, bool fenced) {
   exec_lock out;
   out.name = lock.name();
   out.key = lock.key();
-  out.kind = fenced ? "fenced lock" : "lock";
-  if (lock.kind() == rlock::lock_kind::spin) out.kind = fenced ? "fenced spin lock" : "spin lock";
-  if (lock.kind() == rlock::lock_kind::fair) out.kind = fenced ? "fenced fair lock" : "fair lock";
   if (fenced) {
     out.acquire = [lock](std::uint64_t owner, rlock::acquire_options o,
                          const exec_lock::acquired_callback& done) {
@@ -37,7 +34,6 @@ exec_lock exec_lock_of(rlock::read_write_lock rw, rlock::rw_mode mode) {
   exec_lock out;
   out.name = rw.name();
   out.key = rw.key();
-  out.kind = mode == rlock::rw_mode::read ? "read lock" : "write lock";
   if (mode == rlock::rw_mode::write) out.field_suffix = ":write";
   out.acquire = [rw, mode](std::uint64_t owner, rlock::acquire_options o,
                            const exec_lock::acquired_callback& done) mutable {

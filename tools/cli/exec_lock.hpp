@@ -23,9 +23,6 @@ struct exec_lock {
 
   std::string name;
   std::string key;
-  /// Which lock it is, for messages: "lock", "fenced lock", "spin lock", "fair lock" (and their
-  /// fenced forms), "read lock", "write lock", "permit" (exec_permit.hpp).
-  std::string kind;
   /// What follows "<client uuid>:<owner id>" in the hash field of a hold: ":write" for the
   /// write half, else nothing.
   std::string field_suffix;

@@ -49,7 +49,6 @@ exec_lock exec_permit_of(rlock::client& client, const rlock::permit_expirable_se
   exec_lock out;
   out.name = semaphore.name();
   out.key = semaphore.key();
-  out.kind = "permit";
   out.lock_hash = false;
   out.acquire = [st](std::uint64_t, rlock::acquire_options o,
                      const exec_lock::acquired_callback& done) {
