@@ -28,7 +28,7 @@ void read_count(const std::shared_ptr<core>& c, const std::string& key, clock::t
   o.idempotent = true;
   o.route_key = key;
   o.deadline = deadline;
-  c->exec(args, o, [done = std::move(done)](exec_result r) {
+  c->exec(args, o, [done = std::move(done)](const exec_result& r) {
     // The lock's counter decoding: 0 for no key, wrong_type for anything but a whole number.
     const auto [ec, n] = decode_counter(r);
     if (ec) {
@@ -90,10 +90,7 @@ void countdown_latch_service::change(
   const std::string n = std::to_string(count);
   const std::string_view keys[] = {raw_name, channel, request};
   const exec_options o = once_options(raw_name);
-  exec_callback finish = [c = core_, request, f = integer_result(std::move(done))](exec_result r) {
-    if (answered_once(r)) c->spent().put(request);
-    f(std::move(r));
-  };
+  exec_callback finish = spend_when_answered(core_, request, integer_result(std::move(done)));
   if (what == countdown_change::count_down) {
     const std::string_view args[] = {ttl};
     core_->eval(count_down_script(), keys, args, o, std::move(finish));

@@ -27,9 +27,7 @@ void give_back(const std::shared_ptr<core>& c, const std::string& raw_name,
   const std::string_view keys[] = {raw_name, timeouts, channel, latch};
   std::vector<std::string_view> args{ttl, "any"};
   args.insert(args.end(), ids.begin(), ids.end());
-  c->eval(expirable_semaphore_release_script(), keys, args, o, [c, latch](const exec_result& r) {
-    if (answered_once(r)) c->spent().put(latch);
-  });
+  c->eval(expirable_semaphore_release_script(), keys, args, o, spend_when_answered(c, latch));
 }
 
 // expirable_semaphore_inspect.lua's ARGV[1] for `what`.
@@ -209,10 +207,7 @@ void expirable_semaphore_service::release(const std::string& raw_name, std::vect
   std::vector<std::string_view> args{ttl, "all"};
   args.insert(args.end(), ids.begin(), ids.end());
   core_->eval(expirable_semaphore_release_script(), keys, args, once_options(raw_name),
-              [c = core_, latch, f = integer_result(std::move(done))](exec_result r) {
-                if (answered_once(r)) c->spent().put(latch);
-                f(std::move(r));
-              });
+              spend_when_answered(core_, latch, integer_result(std::move(done))));
 }
 
 void expirable_semaphore_service::inspect(const std::string& raw_name, expirable_inspect what,

@@ -10,6 +10,7 @@
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/lock_service_op.hpp"
+#include "detail/once_request.hpp"
 
 namespace rlock::detail {
 namespace {
@@ -64,7 +65,7 @@ void lock_service::send_unlock(unlock_request r, exec_callback done) {
                sent_before = r.latch_sent_before, done = std::move(done)](exec_result res) {
                 // Answered, and no earlier attempt can still run: nothing will read the latch
                 // again.
-                if (!res.ec && !res.earlier_attempt_may_have_run && !sent_before) {
+                if (answered_once(res) && !sent_before) {
                   self->core_->spent().put(self->spent_latches_.put(raw_name, latch));
                 }
                 done(std::move(res));

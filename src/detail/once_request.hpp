@@ -7,8 +7,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "detail/core.hpp"
 #include "detail/lock_keys.hpp"
@@ -34,6 +37,23 @@ inline std::string once_ttl_ms(const config& cfg) {
 /// server, so nothing will read the request's key again (it may go to core::spent()).
 inline bool answered_once(const exec_result& r) {
   return !r.ec && !r.earlier_attempt_may_have_run;
+}
+
+/// `then` (may be empty), wrapped so that, when the request was answered on its only attempt,
+/// its own key `key` goes to core::spent() first, and with it `undone` (empty: none): the key
+/// of an acquire this request undoes, which only this request could still read, to pass only
+/// when no late attempt of that acquire can come either.
+inline exec_callback spend_when_answered(std::shared_ptr<core> c, std::string key,
+                                         exec_callback then = {}, std::string undone = {}) {
+  return [c = std::move(c), key = std::move(key), undone = std::move(undone),
+          then = std::move(then)](exec_result r) {
+    if (answered_once(r)) {
+      std::vector<std::string> spent{key};
+      if (!undone.empty()) spent.push_back(undone);
+      c->spent().put(std::move(spent));
+    }
+    if (then) then(std::move(r));
+  };
 }
 
 /// Options of a request that its key makes safe to send again, routed by `route_key`.

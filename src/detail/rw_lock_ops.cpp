@@ -39,14 +39,8 @@ void send_unlock(const std::shared_ptr<core>& c, const std::string& raw_name, rw
   const std::string_view keys[] = {raw_name, channel, unlock, prefix, acquire_latch};
   const std::string_view args[] = {mode_arg(mode), owner, lease_ms, ttl};
   c->eval(rwlock_unlock_script(), std::span(keys, acquire_latch.empty() ? 4 : 5), args, o,
-          [c, unlock, acquire_latch, acquire_answered, done = std::move(done)](exec_result r) {
-            if (answered_once(r)) {
-              std::vector<std::string> spent{unlock};
-              if (acquire_answered && !acquire_latch.empty()) spent.push_back(acquire_latch);
-              c->spent().put(std::move(spent));
-            }
-            done(std::move(r));
-          });
+          spend_when_answered(c, unlock, std::move(done),
+                              acquire_answered ? acquire_latch : std::string()));
 }
 
 }  // namespace

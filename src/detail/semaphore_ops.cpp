@@ -29,12 +29,7 @@ void give_back(const std::shared_ptr<core>& c, const std::string& raw_name, std:
   const std::string_view keys_all[] = {raw_name, channel, latch, acquire_latch};
   const std::string_view args[] = {count, ttl};
   c->eval(semaphore_release_script(), std::span(keys_all, acquire_latch.empty() ? 3 : 4), args, o,
-          [c, latch, acquire_latch, acquire_answered](const exec_result& r) {
-            if (!answered_once(r)) return;
-            std::vector<std::string> spent{latch};
-            if (acquire_answered && !acquire_latch.empty()) spent.push_back(acquire_latch);
-            c->spent().put(std::move(spent));
-          });
+          spend_when_answered(c, latch, {}, acquire_answered ? acquire_latch : std::string()));
 }
 
 }  // namespace
@@ -129,10 +124,7 @@ void change_semaphore(const std::shared_ptr<core>& c, const std::string& raw_nam
   const std::string count = std::to_string(permits);
   const std::string ttl = once_ttl_ms(c->cfg());
   const std::string_view keys[] = {raw_name, channel, latch};
-  exec_callback finish = [c, latch, f = integer_result(std::move(done))](exec_result r) {
-    if (answered_once(r)) c->spent().put(latch);
-    f(std::move(r));
-  };
+  exec_callback finish = spend_when_answered(c, latch, integer_result(std::move(done)));
   if (what == semaphore_change::release) {
     const std::string_view args[] = {count, ttl};
     c->eval(semaphore_release_script(), keys, args, once_options(raw_name), std::move(finish));

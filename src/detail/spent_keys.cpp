@@ -123,9 +123,4 @@ void spent_keys::close(std::chrono::steady_clock::time_point until) {
   tally_->none_left.wait_until(lk, until, [this] { return tally_->in_flight == 0; });
 }
 
-std::size_t spent_keys::pending() const {
-  std::lock_guard lk(mu_);
-  return pending_.size();
-}
-
 }  // namespace rlock::detail

@@ -56,9 +56,6 @@ class spent_keys {
   /// until their DELs are answered or `until`. Later puts are ignored. Idempotent.
   void close(std::chrono::steady_clock::time_point until);
 
-  /// Keys put and not yet sent (for tests).
-  std::size_t pending() const;
-
  private:
   struct tally;
   void on_timer(std::error_code ec);
@@ -68,7 +65,7 @@ class spent_keys {
   core& core_;
   asio::steady_timer timer_;
   std::shared_ptr<tally> tally_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::vector<std::string> pending_;
   bool armed_ = false;
   bool closed_ = false;

@@ -112,10 +112,7 @@ TEST(spent_keys, a_lock_taken_over_and_over_deletes_its_latches_with_its_unlocks
   }
   // The next unlock script took them: no DEL request of the client's own (the unlock scripts'
   // DELs are counted as calls too, one per final release).
-  const std::string stats = server.cli({"INFO", "commandstats"});
-  const auto at = stats.find("cmdstat_del:calls=");
-  ASSERT_NE(at, std::string::npos);
-  EXPECT_EQ(std::stoll(stats.substr(at + 18)), 200);
+  EXPECT_EQ(calls_of(server, "del"), 200);
   EXPECT_LE(request_keys(server).size(), 1u) << "the last unlock's latch waits for the next";
 }
 
