@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <list>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -26,7 +26,7 @@ using clock_type = std::chrono::steady_clock;
 
 // Per direction, at most this much is read ahead of the peer (back-pressure beyond it).
 constexpr std::size_t max_buffered = 1U << 20U;
-constexpr std::size_t read_size = 64U * 1024U;
+constexpr std::size_t read_size = std::size_t{64} * 1024U;
 
 struct chunk {
   std::string data{};
@@ -316,7 +316,7 @@ fault_proxy::fault_proxy(std::uint16_t upstream_port, std::string upstream_host)
   (void)loopback_address(state_->upstream_host, upstream_port);  // validates the host
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
-    throw std::runtime_error("fault_proxy: pipe2: " + std::string(std::strerror(errno)));
+    throw std::runtime_error("fault_proxy: pipe2: " + std::generic_category().message(errno));
   }
   state_->wake_read = pipe_fds[0];
   state_->wake_write = pipe_fds[1];
@@ -325,7 +325,7 @@ fault_proxy::fault_proxy(std::uint16_t upstream_port, std::string upstream_host)
   socklen_t len = sizeof a;
   if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0 ||
       ::listen(fd, 128) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    const std::string why = std::strerror(errno);
+    const std::string why = std::generic_category().message(errno);
     if (fd >= 0) ::close(fd);
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);

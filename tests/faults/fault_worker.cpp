@@ -224,12 +224,18 @@ rlock::config lock_config(const worker_options& o) {
 // ARGV[1] the holder's token (ARGV[2] the value to write). A token lower than the highest seen
 // is refused ({0} / 0); otherwise it becomes the highest seen, and the read returns {1, value}
 // (value absent: the register was never written), the write sets the value and returns 1.
-const rlock::script fenced_read{
-    "if tonumber(ARGV[1]) < tonumber(redis.call('get', KEYS[2]) or '0') then return {0} end "
-    "redis.call('set', KEYS[2], ARGV[1]) return {1, redis.call('get', KEYS[1])}"};
-const rlock::script fenced_write{
-    "if tonumber(ARGV[1]) < tonumber(redis.call('get', KEYS[2]) or '0') then return 0 end "
-    "redis.call('set', KEYS[2], ARGV[1]) redis.call('set', KEYS[1], ARGV[2]) return 1"};
+const rlock::script& fenced_read() {
+  static const rlock::script s{
+      "if tonumber(ARGV[1]) < tonumber(redis.call('get', KEYS[2]) or '0') then return {0} end "
+      "redis.call('set', KEYS[2], ARGV[1]) return {1, redis.call('get', KEYS[1])}"};
+  return s;
+}
+const rlock::script& fenced_write() {
+  static const rlock::script s{
+      "if tonumber(ARGV[1]) < tonumber(redis.call('get', KEYS[2]) or '0') then return 0 end "
+      "redis.call('set', KEYS[2], ARGV[1]) redis.call('set', KEYS[1], ARGV[2]) return 1"};
+  return s;
+}
 
 // The register's value, or nullopt when a fenced register refused the token.
 std::optional<long long> read_register(rlock::client& reg, const std::string& key,
@@ -238,7 +244,7 @@ std::optional<long long> read_register(rlock::client& reg, const std::string& ke
     const rlock::reply r = reg.execute({"GET", key});
     return r.is_nil() ? 0 : std::stoll(std::string(r.str()));
   }
-  const rlock::reply r = reg.eval(fenced_read, {key, key + ":fence"}, {std::to_string(*token)});
+  const rlock::reply r = reg.eval(fenced_read(), {key, key + ":fence"}, {std::to_string(*token)});
   if (r[0].integer() == 0) return std::nullopt;
   return r[1].is_nil() ? 0 : std::stoll(std::string(r[1].str()));  // past the end: nil
 }
@@ -250,7 +256,7 @@ bool write_register(rlock::client& reg, const std::string& key,
     reg.execute({"SET", key, std::to_string(value)});
     return true;
   }
-  return reg.eval(fenced_write, {key, key + ":fence"},
+  return reg.eval(fenced_write(), {key, key + ":fence"},
                   {std::to_string(*token), std::to_string(value)})
              .integer() == 1;
 }

@@ -30,7 +30,7 @@ constexpr auto exit_limit = 5s;
 
 // $RLOCK_FAULTS_LONG: minutes per scenario (1 means 3), or nullopt.
 std::optional<int> long_mode_minutes() {
-  const char* v = std::getenv("RLOCK_FAULTS_LONG");
+  const char* v = std::getenv("RLOCK_FAULTS_LONG");  // NOLINT(concurrency-mt-unsafe): no setenv
   if (!v || !*v || std::string(v) == "0") return std::nullopt;
   const int n = std::atoi(v);
   return n <= 1 ? 3 : n;
@@ -149,6 +149,7 @@ scenario_result run_scenario(scenario_options o) {
 
   std::optional<test::temp_dir> tmp;
   std::filesystem::path dir;
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): the tests never call setenv
   if (const char* keep = std::getenv("RLOCK_FAULTS_HISTORY_DIR"); keep && *keep) {
     dir = std::filesystem::path(keep) / o.name;
     std::filesystem::remove_all(dir);
@@ -241,6 +242,7 @@ scenario_result run_scenario(scenario_options o) {
     }
   }
   std::cout << result.summary() << std::endl;
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): the tests never call setenv
   if (const char* report = std::getenv("RLOCK_FAULTS_REPORT"); report && *report) {
     std::ofstream out(report, std::ios::app);
     out << result.json() << '\n';

@@ -273,7 +273,7 @@ TEST(clock_jump, a_dead_waiter_handed_the_lock_after_a_backward_jump_holds_it_fo
 // is told not to check that (the clock library intercepts nothing it instruments).
 std::vector<std::string> shifted_worker_env(const clock_shift& shift) {
   std::vector<std::string> env = shift.env();
-  const char* asan = std::getenv("ASAN_OPTIONS");
+  const char* asan = std::getenv("ASAN_OPTIONS");  // NOLINT(concurrency-mt-unsafe): no setenv
   env.push_back(std::string("ASAN_OPTIONS=") + (asan != nullptr ? asan : "") +
                 (asan != nullptr && *asan != '\0' ? ":" : "") + "verify_asan_link_order=0");
   return env;

@@ -150,10 +150,11 @@ TEST(countdown_latch, counts_down_from_many_clients_exactly) {
   constexpr int each = 20;
   client c(config_for(server));
   countdown_latch l = c.get_countdown_latch("many");
-  ASSERT_TRUE(l.try_set_count(workers * each));
+  ASSERT_TRUE(l.try_set_count(std::int64_t{workers} * each));
   auto waiter = std::async(std::launch::async, [&] { return l.await_for(60s); });
   std::atomic<int> zeros{0};
   std::vector<std::future<void>> all;
+  all.reserve(workers);
   for (int w = 0; w < workers; ++w) {
     all.push_back(std::async(std::launch::async, [&] {
       client mine(config_for(server));

@@ -28,7 +28,7 @@ constexpr const char* java_unlock =
     "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return nil end; "
     "if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then return 0 end; "
     "redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], '0'); return 1";
-const std::string java_owner = "2f0c2a3e-8d0c-4c7e-9a55-6a1b2c3d4e5f:42";
+constexpr char java_owner[] = "2f0c2a3e-8d0c-4c7e-9a55-6a1b2c3d4e5f:42";
 
 // The token a Java peer's acquire got, or -1 when the lock was held.
 long long java_acquire(const redis_server& server, const std::string& name) {
@@ -127,6 +127,7 @@ TEST(fenced_lock, contended_holders_pass_a_resource_that_refuses_stale_tokens) {
   constexpr int threads_per_client = 2;
   constexpr int rounds = 40;
   std::vector<std::unique_ptr<client>> cs;
+  cs.reserve(clients);
   for (int i = 0; i < clients; ++i) cs.push_back(std::make_unique<client>(config_for(server)));
   std::mutex mu;
   long long highest_seen = 0;

@@ -437,6 +437,7 @@ TEST(lock_failure, blocking_calls_of_many_threads_racing_shutdown_each_return) {
     std::atomic<int> cycles{0};
     std::atomic<int> returned{0};
     std::vector<std::thread> callers;
+    callers.reserve(threads);
     for (int t = 0; t < threads; ++t) {
       callers.emplace_back([&, t] {
         auto l = c.get_lock("blocking-racing-shutdown-" + std::to_string(t));

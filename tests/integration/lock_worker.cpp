@@ -109,6 +109,7 @@ int main(int argc, char** argv) try {
     rlock::client c(cfg);
     const std::string queue = "rlock_queue:{" + name + "}";
     std::vector<std::thread> pool;
+    pool.reserve(threads);
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
         const int index = process * threads + t;
@@ -164,6 +165,7 @@ int main(int argc, char** argv) try {
     std::atomic<int> acquisitions{0};
     std::atomic<int> overlaps{0};
     std::vector<std::thread> pool;
+    pool.reserve(threads);
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&] {
         auto l = spin ? c.get_spin_lock(name) : fair ? c.get_fair_lock(name) : c.get_lock(name);

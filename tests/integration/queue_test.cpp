@@ -18,6 +18,7 @@ TEST(queue, arrival_order_is_respected_across_four_processes_of_four_threads) {
   auto l = holder.get_lock("fifo");
   l.lock();
   std::vector<child_process> workers;
+  workers.reserve(4);
   for (int p = 0; p < 4; ++p) {
     workers.emplace_back(
         RLOCK_LOCK_WORKER,
@@ -46,7 +47,7 @@ TEST(queue, unlock_hands_over_without_an_acquire_script) {
   auto lb = b.get_lock("direct");
   auto waiter = std::async(std::launch::async, [&] {
     lb.lock();
-    const auto fields = server.cli_reply({"HGETALL", "direct"}).as_map();
+    auto fields = server.cli_reply({"HGETALL", "direct"}).as_map();
     lb.unlock_or_throw();
     return fields;
   });
@@ -182,6 +183,7 @@ TEST(queue, a_live_waiter_handed_a_cut_lease_extends_it_to_its_own) {
 TEST(queue, mutual_exclusion_with_queued_and_java_style_barging_clients) {
   redis_server server;
   std::vector<child_process> workers;
+  workers.reserve(2);
   for (int p = 0; p < 2; ++p) {
     workers.emplace_back(RLOCK_LOCK_WORKER,
                          std::vector<std::string>{"count", server.url(), "mixed", "3", "100"});
@@ -258,7 +260,7 @@ TEST(queue, a_name_with_a_hash_tag_queues_and_hands_over_under_its_own_tag) {
   auto lb = b.get_lock(name);
   auto waiter = std::async(std::launch::async, [&] {
     lb.lock();
-    const auto fields = server.cli_reply({"HGETALL", name}).as_map();
+    auto fields = server.cli_reply({"HGETALL", name}).as_map();
     lb.unlock_or_throw();
     return fields;
   });
@@ -466,10 +468,10 @@ TEST(queue, a_waiter_queued_behind_rlock_then_java_listens_for_the_javas_unlock)
   EXPECT_EQ(numsub_of(server, "redisson_lock__channel:{switch}"), 0);
   // The Java peer: forceUnlock (DEL, "0"), then at once its acquire (a version-4 client uuid),
   // in one script so that no queue refresh hands the free lock over in between.
-  server.cli({"EVAL",
-              "redis.call('del', KEYS[1]); redis.call('publish', ARGV[1], '0'); "
-              "redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], 60000)",
-              "1", "switch", "redisson_lock__channel:{switch}",
+  const std::string force_then_acquire =
+      "redis.call('del', KEYS[1]); redis.call('publish', ARGV[1], '0'); "
+      "redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], 60000)";
+  server.cli({"EVAL", force_then_acquire, "1", "switch", "redisson_lock__channel:{switch}",
               "2f0c2a3e-8d0c-4c7e-9a55-6a1b2c3d4e5f:42"});
   ASSERT_TRUE(
       wait_until([&] { return numsub_of(server, "redisson_lock__channel:{switch}") == 1; }, 5s))

@@ -172,6 +172,7 @@ TEST(semaphore, never_lets_more_in_than_it_has_permits) {
   std::atomic<int> most{0};
   std::atomic<int> entries{0};
   std::vector<std::future<void>> all;
+  all.reserve(workers);
   for (int w = 0; w < workers; ++w) {
     all.push_back(std::async(std::launch::async, [&] {
       client c(config_for(server));

@@ -54,7 +54,7 @@ struct sentinel_group {
     config c = fast_config("redis://127.0.0.1:1");  // unused in Sentinel mode
     c.master_name = "mymaster";
     c.sentinel_addresses =
-        sentinels.empty() ? std::vector<std::string>{sentinel->url()} : sentinels;
+        sentinels.empty() ? std::vector<std::string>{sentinel->url()} : std::move(sentinels);
     return c;
   }
 };

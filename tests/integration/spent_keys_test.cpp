@@ -35,27 +35,32 @@ std::string first_or_none(const std::vector<std::string>& keys) {
 // 1,500 locks on distinct names (more than the 1,024 locks whose latches wait for their lock's
 // next unlock), and every counted request of the other objects.
 void use_every_kind(client& c, const std::string& prefix) {
+  const auto named = [&prefix](std::string_view kind, int i) {
+    std::string out = prefix;
+    out += kind;
+    out += std::to_string(i);
+    return out;
+  };
   for (int i = 0; i < 1500; ++i) {
-    auto l = c.get_lock(prefix + "lock-" + std::to_string(i));
+    auto l = c.get_lock(named("lock-", i));
     l.lock();
     l.unlock();
   }
   for (int i = 0; i < 20; ++i) {
-    const std::string n = std::to_string(i);
-    auto s = c.get_semaphore(prefix + "sem-" + n);
+    auto s = c.get_semaphore(named("sem-", i));
     ASSERT_TRUE(s.try_set_permits(1));
     ASSERT_TRUE(s.try_acquire());
     EXPECT_FALSE(s.try_acquire()) << "a try that finds no permit has a key too";
     s.release();
-    auto rw = c.get_read_write_lock(prefix + "rw-" + n);
+    auto rw = c.get_read_write_lock(named("rw-", i));
     rw.lock();
     rw.unlock();
     rw.lock_shared();
     rw.unlock_shared();
-    auto latch = c.get_countdown_latch(prefix + "latch-" + n);
+    auto latch = c.get_countdown_latch(named("latch-", i));
     ASSERT_TRUE(latch.try_set_count(2));
     latch.count_down();
-    auto ps = c.get_permit_expirable_semaphore(prefix + "psem-" + n);
+    auto ps = c.get_permit_expirable_semaphore(named("psem-", i));
     ASSERT_TRUE(ps.try_set_permits(1));
     const auto id = ps.try_acquire();
     ASSERT_TRUE(id.has_value());

@@ -54,7 +54,7 @@ struct loopback_listener::state {
   explicit state(listener_behaviour b) : behaviour(b) {}
 
   void run() {
-    std::vector<char> buf(64 * 1024);
+    std::vector<char> buf(std::size_t{64} * 1024);
     for (;;) {
       std::vector<pollfd> fds;
       fds.push_back({wake[0], POLLIN, 0});

@@ -83,7 +83,7 @@ TEST(loopback_listener, never_read_lets_the_clients_writes_stall) {
   client_socket c(l.port());
   ASSERT_TRUE(c.connected());
   ASSERT_TRUE(l.wait_for_accepted(1, 5s));
-  const std::vector<char> chunk(64 * 1024, 'x');
+  const std::vector<char> chunk(std::size_t{64} * 1024, 'x');
   std::size_t written = 0;
   bool stalled = false;
   // Bounded: loopback buffers are a few MiB at most, so 1 GiB is never reached.

@@ -12,7 +12,7 @@ using namespace std::chrono_literals;
 using kind = acquire_fsm::action_kind;
 using tp = acquire_fsm::time_point;
 
-const tp t0 = tp{} + 1000s;  // an arbitrary simulated "now"
+constexpr tp t0 = tp{} + 1000s;  // an arbitrary simulated "now"
 constexpr auto none = acquire_fsm::channels::none;
 constexpr auto handoff = acquire_fsm::channels::handoff;
 constexpr auto all = acquire_fsm::channels::all;

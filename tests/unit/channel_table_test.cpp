@@ -569,6 +569,7 @@ TEST(channel_table, active_channels_counts_only_confirmed_channels) {
   channel_table t;
   actions a;
   std::vector<channel_table::listener_id> first;
+  first.reserve(5);
   for (int i = 0; i < 5; ++i)
     first.push_back(t.add(channel_kind::classic, "c" + std::to_string(i), a));
   EXPECT_EQ(t.active_channels(), 0u);

@@ -21,6 +21,7 @@
 
 namespace rlock::detail {
 // Readable failure messages for retry_fsm actions (found by ADL).
+// NOLINTNEXTLINE(readability-identifier-naming): the name GoogleTest looks for
 inline void PrintTo(retry_fsm::action::kind k, std::ostream* os) {
   *os << (k == retry_fsm::action::kind::done ? "done" : "retry_after");
 }
@@ -38,8 +39,8 @@ using kind = retry_fsm::action::kind;
 using clock_type = retry_fsm::clock;
 
 // A fixed, arbitrary point on steady_clock: the FSM only compares times it is given.
-const clock_type::time_point t0 = clock_type::time_point{} + std::chrono::hours(100);
-const clock_type::time_point far = t0 + std::chrono::hours(1);
+constexpr clock_type::time_point t0 = clock_type::time_point{} + std::chrono::hours(100);
+constexpr clock_type::time_point far = t0 + std::chrono::hours(1);
 
 std::error_code ec_of(errc e) {
   return rlock::make_error_code(e);

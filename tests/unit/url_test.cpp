@@ -278,7 +278,7 @@ TEST(url, rejects_bad_percent_encoding) {
 }
 
 TEST(url, rejects_unterminated_ipv6_bracket) {
-  EXPECT_NE(reject("redis://[::1").find("["), std::string::npos);
+  EXPECT_NE(reject("redis://[::1").find('['), std::string::npos);
   reject("redis://[::1:6379");
   reject("redis://u:p@[::1/0");
 }

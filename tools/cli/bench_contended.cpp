@@ -27,7 +27,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
-constexpr std::size_t max_samples = 20'000;
 
 std::string ms_text(milliseconds d) {
   return std::to_string(d.count()) + "ms";
@@ -230,7 +229,7 @@ bench_report run_contended(const contended_options& o, const connection_options&
       .add("acquisitions_per_s", static_cast<double>(acquisitions) / seconds, 1)
       .add("utilisation", f.utilisation, 4)
       .add("handoff_us", handoff)
-      .add_us("handoff_samples_us", uniform_subsample(handoff_ns, max_samples, 0x4a7d))
+      .add_us("handoff_samples_us", uniform_subsample(handoff_ns, report_max_samples, 0x4a7d))
       .add("fairness", f.fairness, 4)
       .add("per_worker", per_worker)
       .add("client_requests_per_acquisition", per_acquisition, 3)

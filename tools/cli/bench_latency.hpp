@@ -14,6 +14,7 @@
 //  - Neither type is thread-safe: one per thread, merged afterwards.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -53,6 +54,9 @@ class latency_reservoir {
 /// One uniform sample of at most `capacity` values from several reservoirs.
 std::vector<long long> merge_reservoirs(const std::vector<const latency_reservoir*>& parts,
                                         std::size_t capacity, std::uint64_t seed);
+
+/// The most latency samples a bench's JSON report carries (for plots), per series.
+constexpr std::size_t report_max_samples = 20'000;
 
 /// At most `capacity` values of `values`, uniformly chosen (all of them if there are fewer).
 std::vector<long long> uniform_subsample(const std::vector<long long>& values, std::size_t capacity,

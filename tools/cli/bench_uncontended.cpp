@@ -21,7 +21,6 @@ namespace rlock::cli {
 namespace {
 
 using clock = std::chrono::steady_clock;
-constexpr std::size_t max_samples = 20'000;
 constexpr auto uncontended_warm_up = std::chrono::milliseconds(200);
 
 struct thread_result {
@@ -30,7 +29,7 @@ struct thread_result {
   std::uint64_t cycles = 0;
   long long finished_ns = 0;
   std::string error{};
-  explicit thread_result(std::uint64_t seed) : reservoir(max_samples, seed) {}
+  explicit thread_result(std::uint64_t seed) : reservoir(report_max_samples, seed) {}
 };
 
 void cycle(rlock::fenced_lock& f, bool fenced,
@@ -271,7 +270,7 @@ bench_report run_uncontended(const uncontended_options& o, const connection_opti
       .add("token_counters_left", left.token_counters)
       .add("server", server)
       .add("client_cpu_us_per_cycle", client_us_per_cycle, 2)
-      .add_us("samples_us", merge_reservoirs(reservoirs, max_samples, 0x5a3b1e));
+      .add_us("samples_us", merge_reservoirs(reservoirs, report_max_samples, 0x5a3b1e));
 
   std::ostringstream text;
   text << "uncontended: " << o.threads << (async ? " async chain(s)" : " thread(s)")

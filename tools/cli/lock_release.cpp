@@ -22,8 +22,7 @@ struct release_outcome {
 
 std::error_code release_hold(const exec_lock& lock, std::uint64_t owner,
                              std::chrono::milliseconds bound, signal_channel& signals) {
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + bound;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
   // Shared with the handler: it may run after this function has given up.
   auto result = std::make_shared<release_outcome>();
   lock.unlock(owner, [result](std::error_code ec) {
@@ -43,7 +42,8 @@ std::error_code release_hold(const exec_lock& lock, std::uint64_t owner,
         return make_error_code(rlock::errc::stopped);
       }
     }
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now());
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return make_error_code(rlock::errc::timeout);
     pollfd fds[2] = {{result->flag.fd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
     ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 60'000)));
