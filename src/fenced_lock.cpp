@@ -10,6 +10,7 @@
 #include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
+#include "detail/replica_sync.hpp"
 
 namespace rlock {
 namespace {
@@ -59,15 +60,23 @@ void fenced_lock::issue_token(std::uint64_t owner, clock::time_point deadline,
   eo.route_key = lock_.key();
   eo.deadline = std::max(deadline, clock::now() + engine->cfg().timeout);
   eo.completes_on_caller = mode == detail::call_mode::blocking_on_caller;
+  // The counter's INCR is waited for as the acquire was: a failover to a replica that missed
+  // it could issue the token again.
+  detail::ask_replicas(engine->cfg(), eo);
   engine->eval(
       detail::lock_fence_script(), keys, args, eo,
       [self = *this, owner, error_detail, cb = std::move(cb)](detail::exec_result r) mutable {
-        if (!r.ec && r.value.is_integer() && r.value.integer() > 0) {
+        const bool issued = !r.ec && r.value.is_integer() && r.value.integer() > 0;
+        const auto& cfg = self.lock_.svc_->engine()->cfg();
+        if (issued && detail::replicas_confirmed(cfg, r)) {
           cb({}, r.value.integer());
           return;
         }
         std::error_code ec = r.ec;
-        if (!ec) {
+        if (issued) {
+          ec = make_error_code(errc::replication_not_confirmed);
+          r.detail = detail::not_confirmed_detail(cfg, r, "token issued");
+        } else if (!ec) {
           // nil: the hold was gone by the time the token was asked for.
           ec = make_error_code(r.value.is_nil() ? errc::lock_lost : errc::script_error);
         }

@@ -245,6 +245,39 @@ struct config {
   /// refresh every third of it, in one script per lock for all their waiters. Measured on the
   /// Redis server's clock.
   std::chrono::milliseconds lock_queue_liveness = 6000ms;
+  /// Replica acknowledgement of lock writes (Redisson's checkLockSyncedSlaves and
+  /// slavesSyncTimeout, made explicit). 0, the default: none asked for. N > 0: every acquire and
+  /// unlock of a reentrant, fenced, spin or fair lock is followed, in the same write and on the
+  /// same connection, by WAIT N replica_sync_timeout, and counts only once N replicas have
+  /// acknowledged it:
+  ///   - an acquire that took (or re-entered) the lock on the master, acknowledged by fewer
+  ///     within the timeout, is undone (released in the background, like an acquire whose
+  ///     outcome is unknown) and fails with errc::replication_not_confirmed (lock() and
+  ///     try_lock() throw it; nothing is held);
+  ///   - an unlock that ran on the master, acknowledged by fewer, has released the hold all the
+  ///     same (the master no longer has it) and reports errc::replication_not_confirmed
+  ///     (unlock_or_throw() throws it; unlock() ignores it);
+  ///   - a fenced lock's token counter is waited for too (a token not acknowledged is not
+  ///     returned: the hold is released and the acquire fails with the same error);
+  ///   - a lock handed over by the wait queue (lock_queue) was written by the unlock that
+  ///     handed it, and was waited for if that client asks for acknowledgements.
+  /// What it buys: a lock acquire that returned was on N replicas when it returned, so a
+  /// failover to one of them keeps it; asynchronous replication still loses a renewal or a
+  /// release made after that (renewals are not waited for), and WAIT is no consensus: a
+  /// replica that acknowledged may not be the one promoted (use fencing tokens where that
+  /// matters). What it costs: WAIT holds back every later request on its connection until it
+  /// returns (Redis serves a connection's commands in order), so these requests go on a
+  /// command connection of their own (one more per server): renewals and every other request
+  /// never queue behind a WAIT, but the acquires and unlocks of the client queue behind each
+  /// other's, each adding a replication round trip, and with a replica down or lagging each
+  /// waits the timeout and fails (requests queued behind it longer than their own timeout fail
+  /// with errc::timeout). Redisson always asks all connected
+  /// replicas and fails only when none acknowledged; rlock asks for exactly N, which the caller
+  /// chooses. Semaphores, read-write locks, countdown latches and renewals are not waited for.
+  /// At most 1,000; the timeout at least 1 ms and at most timeout (the per-attempt timeout,
+  /// which is extended by it for these requests).
+  int replica_sync = 0;
+  std::chrono::milliseconds replica_sync_timeout = 1000ms;
   /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every
   /// key and channel of an object derives from the mapped name, so Java and C++ peers sharing a
   /// lock must map names the same way.

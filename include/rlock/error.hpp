@@ -71,7 +71,9 @@ enum class errc {
   not_owner,
   /// The lock was held by this owner but is now gone (expired, deleted, or renewal failed).
   lock_lost,
-  /// The acquire was not confirmed by the replicas the configuration asks for.
+  /// A lock's acquire or unlock ran on the master, but fewer replicas than config::replica_sync
+  /// asks for acknowledged it within config::replica_sync_timeout (or the master refused WAIT).
+  /// An acquire has been undone (nothing is held); an unlock has released all the same.
   replication_not_confirmed,
   /// A stop was requested through the operation's std::stop_token; nothing is left held.
   stopped,
@@ -87,9 +89,11 @@ enum class errc {
   /// SCRIPT (see the README's Configuration section). Nothing ran. Not retried.
   command_unavailable,
   /// The server is a Redis Cluster node that does not serve the slot of the key (MOVED, ASK),
-  /// or the keys of one command span slots (CROSSSLOT). This release talks to the one server
-  /// it is given and follows no redirection: on a cluster node, only locks whose slot that node
-  /// serves work (a lock's keys share its name's slot). what() carries the server's reply,
+  /// or the keys of one command span slots (CROSSSLOT). In Cluster mode
+  /// (config::cluster_addresses) MOVED and ASK are followed, and this is reported only past
+  /// five redirections of one request; given a Cluster node as a single server
+  /// (config::address), only locks whose slot that node serves work (a lock's keys share its
+  /// name's slot), and the others fail with it at once. what() carries the server's reply,
   /// which names the node that serves the slot. Nothing ran. Not retried.
   cluster_redirect,
 };

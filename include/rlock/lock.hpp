@@ -66,7 +66,10 @@
 //   - A pause of the holder (GC, SIGSTOP) shorter than the lease does not lose the lock; a
 //     longer one does, and is reported through loss_token() once the holder runs again.
 //   - A Redis failover can lose a lock that was not yet replicated (Redis replication is
-//     asynchronous); this single-server release does not claim otherwise.
+//     asynchronous). With config::replica_sync an acquire returns only once that many replicas
+//     have acknowledged it (else it is undone and fails with errc::replication_not_confirmed),
+//     which narrows that window but does not close it: renewals are not waited for, and the
+//     replica promoted need not be one that acknowledged. Fencing tokens close it.
 //   - Clocks: the client times waits, leases and renewals on steady_clock only, so a jump of
 //     its own wall clock changes nothing. The Redis server counts key expiry (the lease) and
 //     the queue's deadlines on its wall clock. A jump of it forward past the lease ends the

@@ -83,7 +83,8 @@ node& cluster_router::start_node_locked(const cluster_endpoint& e) {
   connection_options o = opts_.node;
   o.address.host = e.host;
   o.address.port = e.port;
-  auto n = std::make_unique<node>(io_, o, opts_.pool_size, opts_.sub_pool_size);
+  auto n =
+      std::make_unique<node>(io_, o, opts_.pool_size, opts_.sub_pool_size, opts_.synced_connection);
   if (opts_.on_moved) n->set_moved_handler(opts_.on_moved);
   node& out = *n;
   where_[&out] = e;

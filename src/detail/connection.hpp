@@ -85,6 +85,9 @@ struct request {
   exec_callback done;        ///< empty for fire-and-forget commands
   int replies = 1;           ///< replies to expect; only the last one is reported (0: none)
   bool from_script = false;  ///< classify generic errors as script errors
+  /// The last of `replies` answers a WAIT that follows the command: the reply before it is
+  /// reported, and WAIT's count (or -1 for an error) as exec_result::replicas_acked.
+  bool trailing_wait = false;
   /// `done` may run on the thread that waits for it (a blocking call reading its own reply),
   /// not only on an I/O thread: it must be thread-safe, quick, and must not block.
   bool completes_on_caller = false;
@@ -176,6 +179,7 @@ class connection : public std::enable_shared_from_this<connection> {
     request req;
     bool abandoned = false;  // completed by its deadline; its reply will be discarded
     int remaining = 1;       // replies still to read
+    reply kept;              // trailing_wait: the command's reply, while WAIT's is awaited
   };
   using completion = std::pair<exec_callback, exec_result>;
   using completions = std::vector<completion>;

@@ -139,11 +139,25 @@ void connection::handle_reply_locked(reply r, completions& out) {
     return;
   }
   entry& e = awaiting_.front();
-  if (--e.remaining > 0) return;  // an intermediate reply of a pipelined group
+  if (--e.remaining > 0) {
+    // An intermediate reply of a pipelined group; the command's own, before its WAIT.
+    if (e.req.trailing_wait && e.remaining == 1) e.kept = std::move(r);
+    return;
+  }
   entry done = take_awaiting_front_locked();
   if (done.abandoned || !done.req.done) return;
   exec_result res;
   res.written = true;
+  if (done.req.trailing_wait) {
+    // WAIT's reply: the acknowledging replicas, or an error (a replica, an ACL without WAIT);
+    // then the command's reply is the one reported.
+    if (r.is_integer()) {
+      res.replicas_acked = r.integer();
+    } else {
+      res.detail = r.is_error() ? std::string(r.str()) : "WAIT answered " + r.to_string();
+    }
+    r = std::move(done.kept);
+  }
   if (r.is_error()) {
     res.ec = make_error_code(classify_server_error(r.str(), done.req.from_script));
     // Redis ends some error texts with a space ("... with args beginning with: 'x' "); the

@@ -55,6 +55,11 @@ struct exec_options {
   /// resends): where an earlier request that this one must not be overtaken by may still run
   /// (exec_result::unknown_on of an acquire, for its undo).
   std::vector<server_client> fence;
+  /// eval only: when above 0, the script is followed in the same write by WAIT sync_replicas
+  /// sync_timeout, whose count the result carries (exec_result::replicas_acked); each attempt's
+  /// timeout is extended by sync_timeout.
+  int sync_replicas = 0;
+  std::chrono::milliseconds sync_timeout{0};
 };
 
 class core : public std::enable_shared_from_this<core> {

@@ -23,6 +23,7 @@ struct core::attempt {
   bool written_once = false;         // some attempt may have reached the server
   bool completes_on_caller = false;  // see exec_options
   bool close_unknown = false;        // see exec_options
+  bool trailing_wait = false;        // `payload` ends with a WAIT (exec_options::sync_replicas)
   std::vector<server_client> fence;  // see exec_options
   // Connections on which an attempt was written whose outcome is unknown (exec_result).
   std::vector<server_client> unknown_on;

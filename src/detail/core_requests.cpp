@@ -49,6 +49,17 @@ void core::eval(const script& s, std::span<const std::string_view> keys,
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   encode_command(argv, a->payload);
+  if (opts.sync_replicas > 0) {
+    // WAIT in the same write, on the same connection: it waits for this connection's writes,
+    // the script's included. (NOSCRIPT recovery and the sharded twin keep it: they rewrite only
+    // the EVALSHA's head.)
+    const std::string replicas = std::to_string(opts.sync_replicas);
+    const std::string wait_ms = std::to_string(opts.sync_timeout.count());
+    const std::string_view wait[] = {"WAIT", replicas, wait_ms};
+    encode_command(wait, a->payload);
+    a->trailing_wait = true;
+    a->timeout += opts.sync_timeout;
+  }
   a->via_script = &s;
   a->from_script = true;
   a->route_key = !opts.route_key.empty() ? std::string(opts.route_key)
@@ -120,6 +131,10 @@ void core::send(const std::shared_ptr<attempt>& a) {
     r.external = &a->fenced_payload;
   }
   r.from_script = a->from_script;
+  if (a->trailing_wait) {
+    r.trailing_wait = true;
+    ++r.replies;
+  }
   r.completes_on_caller = a->completes_on_caller;
   const clock::time_point from = a->started.value_or(a->last_sent);
   a->started.reset();
@@ -129,7 +144,7 @@ void core::send(const std::shared_ptr<attempt>& a) {
             : a->ask_target ? cluster_->node_at(*a->ask_target)
                             : cluster_->node_for(a->route_key);
   a->sent_to = &n;
-  n.pick().submit(std::move(r));
+  (a->trailing_wait ? n.pick_synced() : n.pick()).submit(std::move(r));
 }
 
 void core::use_sharded_twin(attempt& a) {

@@ -35,6 +35,10 @@ struct exec_result {
   /// request that must not be overtaken by them (the undo of an acquire) passes them as
   /// exec_options::fence.
   std::vector<server_client> unknown_on;
+  /// When the request asked for replica acknowledgement (exec_options::sync_replicas): the
+  /// replicas that acknowledged its writes within the timeout (WAIT's reply), or -1 when the
+  /// server refused the WAIT (its error text is then in `detail`). -1 when not asked.
+  long long replicas_acked = -1;
 };
 
 /// A result that failed with `ec`, without a reply; `written` as in exec_result.

@@ -11,6 +11,7 @@
 #include "detail/lock_service.hpp"
 #include "detail/lock_service_op.hpp"
 #include "detail/once_request.hpp"
+#include "detail/replica_sync.hpp"
 
 namespace rlock::detail {
 namespace {
@@ -39,6 +40,7 @@ void lock_service::send_unlock(unlock_request r, exec_callback done) {
   opts.close_unknown = true;
   opts.fence = std::move(r.fence);
   opts.completes_on_caller = r.completes_on_caller;
+  if (r.sync_replicas) ask_replicas(cfg, opts);
   const bool spin = r.kind == lock_kind::spin;
   const bool fair = r.kind == lock_kind::fair;
   const bool queued = cfg.lock_queue && r.kind == lock_kind::reentrant;
@@ -188,12 +190,17 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, l
   r.lease = lease;
   r.completes_on_caller = completes_on_caller;
   r.kind = kind;
+  r.sync_replicas = true;
   send_unlock(
       std::move(r), [self = shared_from_this(), raw_name, owner_id, kind, renewal_cancelled,
                      error_detail, lease, sent_at, done = std::move(done)](exec_result res) {
         const unlock_outcome outcome = decode_unlock(res);
         std::error_code ec = outcome.ec;
         if (ec && error_detail != nullptr) *error_detail = res.detail;
+        // Ran on the master (released, or holds left) without the replicas asked for: the
+        // hold is updated as for any answered unlock, and the caller told afterwards.
+        const bool unconfirmed = !ec && outcome.result != unlock_result::not_owner &&
+                                 !replicas_confirmed(self->core_->cfg(), res);
         const bool not_owner = !ec && outcome.result == unlock_result::not_owner;
         const bool released = !ec && outcome.result == unlock_result::released;
         std::stop_source lost;
@@ -253,6 +260,12 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, l
         }
         if (released && kind == lock_kind::spin) self->wake_local_head(raw_name);
         if (not_owner) ec = make_error_code(errc::not_owner);
+        if (unconfirmed) {
+          ec = make_error_code(errc::replication_not_confirmed);
+          if (error_detail != nullptr) {
+            *error_detail = not_confirmed_detail(self->core_->cfg(), res, "released");
+          }
+        }
         done(ec);
       });
 }

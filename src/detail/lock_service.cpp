@@ -9,6 +9,7 @@
 #include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service_op.hpp"
+#include "detail/replica_sync.hpp"
 #include "detail/thread_rng.hpp"
 
 namespace rlock::detail {
@@ -277,11 +278,19 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
   opts.close_unknown = true;
   opts.fence = o->unknown_on;
   opts.completes_on_caller = o->req.completes_on_caller;
+  ask_replicas(core_->cfg(), opts);
   o->sent_at = clock::now();
   if (o->first_sent_at == clock::time_point{}) o->first_sent_at = o->sent_at;
   auto on_reply = [self = shared_from_this(), o](exec_result res) {
     long long server_ms = -1;
-    const acquire_fsm::reply r = decode_acquire(res, server_ms);
+    acquire_fsm::reply r = decode_acquire(res, server_ms);
+    if (r.acquired && !replicas_confirmed(self->core_->cfg(), res)) {
+      // Taken on the master only: as a failed attempt that was written, it is undone (the
+      // state machine asks for the release) and the acquire fails with this error.
+      r.acquired = false;
+      r.ec = make_error_code(errc::replication_not_confirmed);
+      res.detail = not_confirmed_detail(self->core_->cfg(), res, "acquired");
+    }
     if (!r.acquired && !r.ec && o->enqueued && o->req.kind != lock_kind::fair) {
       // Queued in Redis: from now on its entry needs refreshing. (An acquire that succeeds at
       // once, the uncontended case, never arms the refresh timer.)

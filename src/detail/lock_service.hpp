@@ -187,6 +187,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     lock_kind kind = lock_kind::reentrant;
     /// A fair lock's undo: its wait time, to leave the fair queue (fair_lock_unlock's ARGV[5]).
     std::string fair_leave_wait;
+    /// A caller's unlock: followed by WAIT when config::replica_sync asks (an undo is not).
+    bool sync_replicas = false;
   };
   /// Sends the unlock script (plain or queued, per config; r.kind's for a spin or fair lock)
   /// releasing one hold of `r.owner`, and deletes the lock's spent latches. Before `done` runs, the

@@ -6,10 +6,12 @@
 
 namespace rlock::detail {
 
-node::node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size) {
+node::node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,
+           bool synced_connection) {
   for (int i = 0; i < std::max(1, pool_size); ++i) {
     conns_.push_back(std::make_shared<connection>(io, opts, connection::handlers{}));
   }
+  if (synced_connection) synced_ = std::make_shared<connection>(io, opts, connection::handlers{});
   for (int i = 0; i < std::max(1, sub_pool_size); ++i) {
     subs_.push_back(std::make_shared<subscriber>(io, opts));
   }
@@ -17,17 +19,23 @@ node::node(asio::io_context& io, const connection_options& opts, int pool_size, 
 
 void node::start() {
   for (auto& c : conns_) c->start();
+  if (synced_) synced_->start();
   for (auto& s : subs_) s->start();
 }
 
 void node::close() {
   for (auto& s : subs_) s->close();
   for (auto& c : conns_) c->close();
+  if (synced_) synced_->close();
 }
 
 connection& node::pick() {
   if (conns_.size() == 1) return *conns_.front();
   return *conns_[next_.fetch_add(1, std::memory_order_relaxed) % conns_.size()];
+}
+
+connection& node::pick_synced() {
+  return synced_ ? *synced_ : pick();
 }
 
 subscriber& node::subscriber_for(std::string_view channel) {
@@ -37,6 +45,7 @@ subscriber& node::subscriber_for(std::string_view channel) {
 
 void node::master_switched(const std::string& host, std::uint16_t port, const std::string& detail) {
   for (auto& c : conns_) c->master_switched(host, port, detail);
+  if (synced_) synced_->master_switched(host, port, detail);
   for (auto& s : subs_) s->master_switched(host, port, detail);
 }
 

@@ -19,11 +19,19 @@ namespace rlock::detail {
 /// Connections to one server.
 class node {
  public:
-  node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size);
+  /// `synced_connection`: one more command connection, for the requests that wait for their
+  /// replicas (pick_synced()).
+  node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,
+       bool synced_connection = false);
   void start();
   void close();
   /// A command connection (round-robin over the pool).
   connection& pick();
+  /// The connection of the requests followed by WAIT (config::replica_sync), if the node has
+  /// one, else pick(). A WAIT holds back every later request on its connection until it
+  /// returns: on a connection of their own, renewals and the other requests never queue behind
+  /// one.
+  connection& pick_synced();
   /// The subscriber that carries `channel` (stable for a given channel).
   subscriber& subscriber_for(std::string_view channel);
   /// Moves every connection to another server (connection::master_switched): Sentinel mode's
@@ -38,6 +46,7 @@ class node {
  private:
   std::vector<std::shared_ptr<connection>> conns_;
   std::vector<std::shared_ptr<subscriber>> subs_;
+  std::shared_ptr<connection> synced_;  // null without a synced connection
   std::atomic<std::size_t> next_{0};
 };
 

@@ -11,6 +11,7 @@
 #include "support/misconf.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_server.hpp"
+#include "support/replica_acks.hpp"
 #include "support/temp_dir.hpp"
 
 namespace rlock::test {
@@ -363,6 +364,42 @@ TEST(cli_connection, the_wrong_scheme_for_the_port_gets_a_hint) {
       << tls_to_nothing.err;
   EXPECT_EQ(tls_to_nothing.err.find("is this a plaintext port"), std::string::npos)
       << tls_to_nothing.err;
+}
+
+// --replica-sync: without a replica to acknowledge it the acquire is undone and the command
+// never runs (69, the shortfall named); with one, the command runs.
+TEST(cli_connection, replica_sync_runs_the_command_only_once_the_replica_acknowledges) {
+  redis_server master(server_options{.extra_args = {"--repl-diskless-sync-delay", "0"}});
+  temp_dir dir("rlock-cli");
+  const auto ran = dir.path() / "ran";
+  const auto r = run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync", "1",
+                            "--replica-sync-timeout", "100ms", "--", "touch", ran.string()});
+  EXPECT_EQ(r.status, 69) << r.err;
+  EXPECT_NE(r.err.find("acknowledged by 0 of the 1 replicas"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(ran));
+  EXPECT_EQ(master.cli({"EXISTS", "synced"}), "0");  // undone before rlock exited
+
+  redis_server replica(
+      server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
+  ASSERT_TRUE(wait_until_replicas_acknowledge(master, std::chrono::seconds(20)));
+  const auto ok = run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync", "1", "--",
+                             "touch", ran.string()});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_TRUE(std::filesystem::exists(ran));
+
+  const auto bad = run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync", "1",
+                              "--replica-sync-timeout", "5s", "--timeout", "1s", "--", "true"});
+  EXPECT_EQ(bad.status, 64) << bad.err;
+  EXPECT_EQ(
+      run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync", "-1", "--", "true"})
+          .status,
+      64);
+  // Not for the kinds whose writes are not waited for.
+  const auto shared = run_rlock(
+      {"exec", "--shared", "rw", "--url", master.url(), "--replica-sync", "1", "--", "true"});
+  EXPECT_EQ(shared.status, 64) << shared.err;
+  EXPECT_NE(shared.err.find("--replica-sync waits for locks only"), std::string::npos)
+      << shared.err;
 }
 
 }  // namespace

@@ -152,6 +152,17 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
                       "Give up (exit 69) when the server does not answer within this time",
                       duration_bound::positive)
       ->group(group);
+  app.add_option("--replica-sync", opts.replica_sync,
+                 "Count a lock's acquire and release only once N replicas acknowledge it "
+                 "(WAIT); an acquire they do not is undone (exit 69). 0: off (default)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1000))
+      ->group(group);
+  add_duration_option(app, "--replica-sync-timeout", opts.replica_sync_timeout,
+                      "How long --replica-sync waits for the replicas (default 1s, at most "
+                      "--timeout)",
+                      duration_bound::positive)
+      ->group(group);
 }
 
 std::string resolve_url(const connection_options& opts) {
@@ -293,6 +304,11 @@ rlock::config finish_config(const connection_options& opts, rlock::config cfg,
   cfg.client_name = "rlock-cli";
   cfg.timeout = opts.timeout;
   cfg.connect_timeout = opts.connect_timeout;
+  cfg.replica_sync = opts.replica_sync;
+  cfg.replica_sync_timeout = opts.replica_sync_timeout;
+  if (opts.replica_sync > 0 && opts.replica_sync_timeout > opts.timeout) {
+    throw usage_error("--replica-sync-timeout must be at most --timeout");
+  }
   // Retries: short first delays (the first command of a new client can find its connection
   // not yet started and is retried at once), doubling up to a quarter of the connect timeout,
   // and as many attempts as fit in three quarters of it in the worst case.
@@ -368,6 +384,10 @@ std::vector<std::string> connection_arguments(const connection_options& opts) {
   add("--master-name", opts.master_name);
   add("--sentinel-password-file", opts.sentinel_password_file);
   for (const std::string& seed : opts.cluster) add("--cluster", seed);
+  if (opts.replica_sync > 0) {
+    a.insert(a.end(), {"--replica-sync", std::to_string(opts.replica_sync),
+                       "--replica-sync-timeout", ms_text(opts.replica_sync_timeout)});
+  }
   return a;
 }
 

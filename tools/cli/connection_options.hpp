@@ -56,6 +56,8 @@ struct connection_options {
   std::vector<std::string> cluster{};    ///< --cluster (repeatable): Cluster mode's seed URLs
   std::chrono::milliseconds timeout = std::chrono::milliseconds(3000);
   std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(10000);
+  int replica_sync = 0;  ///< --replica-sync: replicas that must acknowledge a lock's writes
+  std::chrono::milliseconds replica_sync_timeout = std::chrono::milliseconds(1000);
 };
 
 /// Adds the shared options to `app` (group "Connection"). An empty value (--url '') is a usage

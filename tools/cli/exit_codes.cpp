@@ -19,6 +19,7 @@ int exit_code_for(std::error_code ec) noexcept {
     case rlock::errc::read_only:
     case rlock::errc::command_unavailable:
     case rlock::errc::cluster_redirect:
+    case rlock::errc::replication_not_confirmed:
       return exit_codes::unavailable;
     case rlock::errc::wrong_type:
       return exit_codes::data_error;

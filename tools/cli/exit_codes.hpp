@@ -42,7 +42,8 @@ inline constexpr int signal_base = 128;
 
 /// The exit status for a failure the library reported: unavailable for connection, timeout,
 /// authentication and TLS failures, and for servers that cannot serve the lock (a read-only
-/// replica, scripting disabled, a cluster node of another slot); data_error for wrong_type;
+/// replica, scripting disabled, a cluster node of another slot, replicas that did not
+/// acknowledge a --replica-sync write); data_error for wrong_type;
 /// no_permission for NOPERM; software for everything else.
 int exit_code_for(std::error_code ec) noexcept;
 

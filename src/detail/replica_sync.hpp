@@ -1,0 +1,40 @@
+// Replica acknowledgement of a lock's writes (config::replica_sync): whether a request that was
+// followed by WAIT got the replicas it asked for, and how a shortfall reads in an error.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "detail/core.hpp"
+#include "detail/exec_result.hpp"
+
+namespace rlock::detail {
+
+/// Asks `cfg`'s replica acknowledgement of a script request, if it asks for any.
+inline void ask_replicas(const config& cfg, exec_options& opts) {
+  if (cfg.replica_sync <= 0) return;
+  opts.sync_replicas = cfg.replica_sync;
+  opts.sync_timeout = cfg.replica_sync_timeout;
+}
+
+/// True when `r` needs no acknowledgement under `cfg`, or got enough of them.
+inline bool replicas_confirmed(const config& cfg, const exec_result& r) {
+  return cfg.replica_sync <= 0 || r.replicas_acked >= cfg.replica_sync;
+}
+
+/// The detail of errc::replication_not_confirmed for `r`, a request that ran on the master
+/// (`what`: "acquired", "released") without the replicas `cfg` asks for.
+inline std::string not_confirmed_detail(const config& cfg, const exec_result& r,
+                                        const std::string& what) {
+  std::string out = what + " on the master, but ";
+  if (r.replicas_acked < 0) {
+    out += "the master refused WAIT: " + r.detail;
+  } else {
+    out += "acknowledged by " + std::to_string(r.replicas_acked) + " of the " +
+           std::to_string(cfg.replica_sync) + " replicas asked for within " +
+           std::to_string(cfg.replica_sync_timeout.count()) + " ms (config::replica_sync)";
+  }
+  return out;
+}
+
+}  // namespace rlock::detail

@@ -1,0 +1,209 @@
+// Replica acknowledgement of lock writes (config::replica_sync) against a real master and its
+// replica: a confirmed acquire or unlock is on the replica when it returns; one the replica does
+// not acknowledge (paused, or none there) fails with errc::replication_not_confirmed, an acquire
+// leaving nothing held and an unlock having released all the same.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "rlock/fenced_lock.hpp"
+#include "support/replica_acks.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+/// A master and one replica of it (a full sync at once: no diskless-sync delay).
+struct replicated_pair {
+  std::unique_ptr<redis_server> master = std::make_unique<redis_server>(
+      server_options{.extra_args = {"--repl-diskless-sync-delay", "0"}});
+  std::unique_ptr<redis_server> replica = std::make_unique<redis_server>(
+      server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master->port())}});
+
+  bool wait_until_synced() const { return wait_until_replicas_acknowledge(*master, 20s); }
+
+  /// A client of the master asking for `replicas` acknowledgements within `sync_timeout` (by
+  /// default long enough for a loaded machine: the tests that expect a shortfall set it short).
+  config client_config(int replicas, std::chrono::milliseconds sync_timeout = 2000ms) const {
+    config c = config_for(*master);
+    c.replica_sync = replicas;
+    c.replica_sync_timeout = sync_timeout;
+    return c;
+  }
+};
+
+bool exists_on(const redis_server& s, const std::string& key) {
+  return s.cli_reply({"EXISTS", key}).integer == 1;
+}
+
+TEST(replica_sync, a_confirmed_acquire_and_unlock_are_on_the_replica_when_they_return) {
+  replicated_pair p;
+  ASSERT_TRUE(p.wait_until_synced());
+  client c(p.client_config(1));
+  auto l = c.get_lock("synced");
+  for (int i = 0; i < 20; ++i) {
+    l.lock();
+    // WAIT returned only once the replica had applied the script: read at once, no waiting.
+    ASSERT_TRUE(exists_on(*p.replica, "synced")) << "round " << i;
+    l.unlock_or_throw();
+    ASSERT_FALSE(exists_on(*p.replica, "synced")) << "round " << i;
+  }
+  EXPECT_EQ(calls_of(*p.master, "wait"), 40);
+  // A re-entry and its partial unlock are waited for too.
+  l.lock();
+  l.lock();
+  l.unlock_or_throw();
+  EXPECT_EQ(
+      p.replica->cli({"HGET", "synced", c.id() + ":" + std::to_string(this_thread_owner_id())}),
+      "1");
+  l.unlock_or_throw();
+  EXPECT_EQ(calls_of(*p.master, "wait"), 44);
+}
+
+TEST(replica_sync, off_by_default_sends_no_wait) {
+  replicated_pair p;
+  ASSERT_TRUE(p.wait_until_synced());
+  client c(config_for(*p.master));
+  auto l = c.get_lock("unsynced");
+  l.lock();
+  l.unlock_or_throw();
+  EXPECT_EQ(calls_of(*p.master, "wait"), 0);
+}
+
+TEST(replica_sync, an_acquire_a_paused_replica_does_not_confirm_fails_and_holds_nothing) {
+  replicated_pair p;
+  ASSERT_TRUE(p.wait_until_synced());
+  client c(p.client_config(1, 300ms));
+  auto l = c.get_lock("unconfirmed");
+  p.replica->pause();
+  const auto t0 = steady::now();
+  std::string what;
+  try {
+    (void)l.try_lock(5s, 10s);
+    ADD_FAILURE() << "the acquire returned";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::replication_not_confirmed);
+    what = e.what();
+  }
+  const auto took = ms_since(t0);
+  EXPECT_GE(took, 300);   // the WAIT's timeout
+  EXPECT_LT(took, 3000);  // not the caller's whole wait
+  EXPECT_NE(what.find("acknowledged by 0 of the 1 replicas"), std::string::npos) << what;
+  EXPECT_FALSE(l.is_held_by_current_thread());
+  // Taken on the master, then undone there: the lock is free again well before its 10 s lease.
+  EXPECT_TRUE(wait_until([&] { return !exists_on(*p.master, "unconfirmed"); }, 3s));
+  p.replica->resume();
+  // With the replica back, an acquire is confirmed.
+  ASSERT_TRUE(p.wait_until_synced());
+  client patient(p.client_config(1));
+  auto pl = patient.get_lock("unconfirmed");
+  EXPECT_TRUE(pl.try_lock(5s, 10s));
+  EXPECT_TRUE(exists_on(*p.replica, "unconfirmed"));
+  pl.unlock_or_throw();
+}
+
+TEST(replica_sync, an_unlock_a_paused_replica_does_not_confirm_has_released_the_lock) {
+  replicated_pair p;
+  ASSERT_TRUE(p.wait_until_synced());
+  client c(p.client_config(1, 1000ms));
+  auto l = c.get_lock("release-unconfirmed");
+  l.lock();
+  p.replica->pause();
+  EXPECT_EQ(code_of([&] { l.unlock_or_throw(); }), errc::replication_not_confirmed);
+  EXPECT_FALSE(exists_on(*p.master, "release-unconfirmed"));
+  EXPECT_FALSE(l.is_held_by_current_thread());
+  // Another client takes it at once; the hold's loss is not signalled for a release.
+  client other(config_for(*p.master));
+  auto ol = other.get_lock("release-unconfirmed");
+  EXPECT_TRUE(ol.try_lock());
+  ol.unlock_or_throw();
+  p.replica->resume();
+}
+
+TEST(replica_sync, without_replicas_every_acquire_fails_at_the_sync_timeout) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.replica_sync = 1;
+  cfg.replica_sync_timeout = 100ms;
+  client c(cfg);
+  auto l = c.get_lock("alone");
+  const auto t0 = steady::now();
+  EXPECT_EQ(code_of([&] { (void)l.try_lock(); }), errc::replication_not_confirmed);
+  EXPECT_LT(ms_since(t0), 2000);
+  EXPECT_TRUE(wait_until([&] { return !exists_on(server, "alone"); }, 3s));
+  // A spin lock and a fair lock ask the same.
+  auto spin = c.get_spin_lock("alone-spin");
+  EXPECT_EQ(code_of([&] { (void)spin.try_lock(); }), errc::replication_not_confirmed);
+  auto fair = c.get_fair_lock("alone-fair");
+  EXPECT_EQ(code_of([&] { (void)fair.try_lock(); }), errc::replication_not_confirmed);
+  EXPECT_TRUE(wait_until(
+      [&] { return !exists_on(server, "alone-spin") && !exists_on(server, "alone-fair"); }, 3s));
+}
+
+TEST(replica_sync, a_fenced_locks_token_is_on_the_replica_when_it_is_returned) {
+  replicated_pair p;
+  ASSERT_TRUE(p.wait_until_synced());
+  client c(p.client_config(1));
+  auto f = c.get_fenced_lock("fenced-synced");
+  const fencing_token t = f.lock_and_get_token();
+  // The acquire and the token's INCR each waited for the replica.
+  EXPECT_EQ(calls_of(*p.master, "wait"), 2);
+  EXPECT_EQ(p.replica->cli({"GET", "redisson_lock_token:{fenced-synced}"}), std::to_string(t));
+  f.unlock_or_throw();
+}
+
+// WAITs go on a connection of their own: while acquires queue behind a paused replica's WAITs
+// for seconds, a held lock's renewals (every 500 ms of a 1.5 s lease) still land. On the
+// acquires' connection they would wait behind those WAITs past the lease, and the lock be lost.
+TEST(replica_sync, renewals_do_not_queue_behind_waits) {
+  replicated_pair p;
+  ASSERT_TRUE(p.wait_until_synced());
+  config cfg = p.client_config(1, 1000ms);
+  cfg.lock_watchdog_timeout = 1500ms;
+  client c(cfg);
+  auto held = c.get_lock("kept");
+  held.lock();
+  const std::stop_token lost = held.loss_token();
+  p.replica->pause();
+  const auto t0 = steady::now();
+  std::vector<std::future<std::error_code>> tries;
+  tries.reserve(3);
+  for (int i = 0; i < 3; ++i) {
+    tries.push_back(std::async(std::launch::async, [&c, i] {
+      auto l = c.get_lock("queued-" + std::to_string(i));
+      return code_of([&] { (void)l.try_lock(10s, 10s); });
+    }));
+  }
+  for (auto& t : tries) {
+    const std::error_code ec = t.get();
+    EXPECT_TRUE(ec == errc::replication_not_confirmed || ec == errc::timeout) << ec.message();
+  }
+  EXPECT_GE(ms_since(t0), 2000);  // the WAITs ran one after another, past the lease
+  EXPECT_FALSE(lost.stop_requested());
+  EXPECT_GT(held.valid_until(), steady::now());
+  p.replica->resume();
+  held.unlock();  // not waited for while the replica catches up: the outcome is not checked
+}
+
+TEST(replica_sync, bad_settings_are_refused) {
+  redis_server server;
+  auto refused = [&](int replicas, std::chrono::milliseconds t) {
+    config cfg = config_for(server);
+    cfg.replica_sync = replicas;
+    cfg.replica_sync_timeout = t;
+    return code_of([&] { client c(cfg); });
+  };
+  EXPECT_EQ(refused(-1, 100ms), errc::invalid_argument);
+  EXPECT_EQ(refused(1001, 100ms), errc::invalid_argument);
+  EXPECT_EQ(refused(1, 0ms), errc::invalid_argument);
+  EXPECT_EQ(refused(1, config_for(server).timeout + 1ms), errc::invalid_argument);
+  EXPECT_EQ(refused(0, 0ms), std::error_code{});  // off: the timeout is not used
+  EXPECT_EQ(refused(2, 50ms), std::error_code{});
+}
+
+}  // namespace
+}  // namespace rlock::test
