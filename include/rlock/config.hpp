@@ -266,12 +266,12 @@ struct config {
   /// release made after that (renewals are not waited for), and WAIT is no consensus: a
   /// replica that acknowledged may not be the one promoted (use fencing tokens where that
   /// matters). What it costs: WAIT holds back every later request on its connection until it
-  /// returns (Redis serves a connection's commands in order), so these requests go on a
-  /// command connection of their own (one more per server): renewals and every other request
-  /// never queue behind a WAIT, but the acquires and unlocks of the client queue behind each
-  /// other's, each adding a replication round trip, and with a replica down or lagging each
-  /// waits the timeout and fails (requests queued behind it longer than their own timeout fail
-  /// with errc::timeout). Redisson always asks all connected
+  /// returns (Redis serves a connection's commands in order), so these requests go on command
+  /// connections of their own (four more per server, opened only with replica_sync): renewals
+  /// and every other request never queue behind a WAIT, but more than four acquires and unlocks
+  /// in flight queue behind each other's, each adding a replication round trip, and with a
+  /// replica down or lagging each waits the timeout and fails (requests queued behind it longer
+  /// than their own timeout fail with errc::timeout). Redisson always asks all connected
   /// replicas and fails only when none acknowledged; rlock asks for exactly N, which the caller
   /// chooses. Semaphores, read-write locks, countdown latches and renewals are not waited for.
   /// At most 1,000; the timeout at least 1 ms and at most timeout (the per-attempt timeout,

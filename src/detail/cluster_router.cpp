@@ -84,7 +84,7 @@ node& cluster_router::start_node_locked(const cluster_endpoint& e) {
   o.address.host = e.host;
   o.address.port = e.port;
   auto n =
-      std::make_unique<node>(io_, o, opts_.pool_size, opts_.sub_pool_size, opts_.synced_connection);
+      std::make_unique<node>(io_, o, opts_.pool_size, opts_.sub_pool_size, opts_.synced_pool_size);
   if (opts_.on_moved) n->set_moved_handler(opts_.on_moved);
   node& out = *n;
   where_[&out] = e;

@@ -50,8 +50,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     std::vector<server_address> seeds;
     int pool_size = 1;
     int sub_pool_size = 1;
-    /// Each node has a connection of its own for requests followed by WAIT (node.hpp).
-    bool synced_connection = false;
+    /// Each node's connections of their own for requests followed by WAIT (node.hpp).
+    int synced_pool_size = 0;
     std::chrono::milliseconds scan_interval{5000};
     /// Bounds each node's answer to CLUSTER SLOTS.
     std::chrono::milliseconds timeout{3000};

@@ -86,7 +86,7 @@ core::core(config cfg, const std::vector<const script*>& scripts)
                  .seeds = seeds,
                  .pool_size = cfg_.connection_pool_size,
                  .sub_pool_size = cfg_.subscription_connection_pool_size,
-                 .synced_connection = cfg_.replica_sync > 0,
+                 .synced_pool_size = cfg_.replica_sync > 0 ? replica_sync_connections : 0,
                  .scan_interval = cfg_.cluster_scan_interval,
                  .timeout = cfg_.timeout,
                  .on_change = [this] { wake_sleepers(); },
@@ -101,7 +101,8 @@ core::core(config cfg, const std::vector<const script*>& scripts)
     cluster_->start();
   } else {
     node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
-                                   cfg_.subscription_connection_pool_size, cfg_.replica_sync > 0);
+                                   cfg_.subscription_connection_pool_size,
+                                   cfg_.replica_sync > 0 ? replica_sync_connections : 0);
     node_->start();
   }
   if (!opts.sentinels.empty()) {

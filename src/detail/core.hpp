@@ -123,6 +123,9 @@ class core : public std::enable_shared_from_this<core> {
   static constexpr std::chrono::milliseconds tryagain_delay{50};
   /// Cluster mode: how often a request made before the first scan settled looks again.
   static constexpr std::chrono::milliseconds settle_poll{2};
+  /// With config::replica_sync: the command connections per node of the requests followed by
+  /// WAIT (node::pick_synced).
+  static constexpr int replica_sync_connections = 4;
   /// shutdown() waits at most this long for the DELs of spent request keys.
   static constexpr std::chrono::milliseconds spent_close_wait{250};
   /// Swaps an EVALSHA attempt's script for its SPUBLISH twin, if it has one.

@@ -7,11 +7,13 @@
 namespace rlock::detail {
 
 node::node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,
-           bool synced_connection) {
+           int synced_pool_size) {
   for (int i = 0; i < std::max(1, pool_size); ++i) {
     conns_.push_back(std::make_shared<connection>(io, opts, connection::handlers{}));
   }
-  if (synced_connection) synced_ = std::make_shared<connection>(io, opts, connection::handlers{});
+  for (int i = 0; i < synced_pool_size; ++i) {
+    synced_.push_back(std::make_shared<connection>(io, opts, connection::handlers{}));
+  }
   for (int i = 0; i < std::max(1, sub_pool_size); ++i) {
     subs_.push_back(std::make_shared<subscriber>(io, opts));
   }
@@ -19,14 +21,14 @@ node::node(asio::io_context& io, const connection_options& opts, int pool_size, 
 
 void node::start() {
   for (auto& c : conns_) c->start();
-  if (synced_) synced_->start();
+  for (auto& c : synced_) c->start();
   for (auto& s : subs_) s->start();
 }
 
 void node::close() {
   for (auto& s : subs_) s->close();
   for (auto& c : conns_) c->close();
-  if (synced_) synced_->close();
+  for (auto& c : synced_) c->close();
 }
 
 connection& node::pick() {
@@ -35,7 +37,8 @@ connection& node::pick() {
 }
 
 connection& node::pick_synced() {
-  return synced_ ? *synced_ : pick();
+  if (synced_.empty()) return pick();
+  return *synced_[next_synced_.fetch_add(1, std::memory_order_relaxed) % synced_.size()];
 }
 
 subscriber& node::subscriber_for(std::string_view channel) {
@@ -45,7 +48,7 @@ subscriber& node::subscriber_for(std::string_view channel) {
 
 void node::master_switched(const std::string& host, std::uint16_t port, const std::string& detail) {
   for (auto& c : conns_) c->master_switched(host, port, detail);
-  if (synced_) synced_->master_switched(host, port, detail);
+  for (auto& c : synced_) c->master_switched(host, port, detail);
   for (auto& s : subs_) s->master_switched(host, port, detail);
 }
 

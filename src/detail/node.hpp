@@ -19,18 +19,18 @@ namespace rlock::detail {
 /// Connections to one server.
 class node {
  public:
-  /// `synced_connection`: one more command connection, for the requests that wait for their
-  /// replicas (pick_synced()).
+  /// `synced_pool_size`: command connections of their own for the requests that wait for
+  /// their replicas (pick_synced()); 0: none.
   node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,
-       bool synced_connection = false);
+       int synced_pool_size = 0);
   void start();
   void close();
   /// A command connection (round-robin over the pool).
   connection& pick();
-  /// The connection of the requests followed by WAIT (config::replica_sync), if the node has
-  /// one, else pick(). A WAIT holds back every later request on its connection until it
-  /// returns: on a connection of their own, renewals and the other requests never queue behind
-  /// one.
+  /// A connection for a request followed by WAIT (config::replica_sync), round-robin over the
+  /// node's own pool of them, else pick(). A WAIT holds back every later request on its
+  /// connection until it returns: on connections of their own, renewals and the other requests
+  /// never queue behind one, and a few WAITs in flight at once are answered together.
   connection& pick_synced();
   /// The subscriber that carries `channel` (stable for a given channel).
   subscriber& subscriber_for(std::string_view channel);
@@ -46,7 +46,8 @@ class node {
  private:
   std::vector<std::shared_ptr<connection>> conns_;
   std::vector<std::shared_ptr<subscriber>> subs_;
-  std::shared_ptr<connection> synced_;  // null without a synced connection
+  std::vector<std::shared_ptr<connection>> synced_;  // empty without replica_sync
+  std::atomic<std::size_t> next_synced_{0};
   std::atomic<std::size_t> next_{0};
 };
 
