@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "support/replica_acks.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -112,6 +113,46 @@ TEST(sentinel, after_the_master_dies_locks_are_taken_on_the_promoted_replica) {
   EXPECT_EQ(g.replica->cli({"EXISTS", "after-failover"}), "1");
   EXPECT_EQ(g.replica->cli({"ROLE"}).substr(0, 6), "master");
   after.unlock_or_throw();
+}
+
+// With config::replica_sync a hold returns only once the replica has it: killed at once after
+// the acquire, the master takes nothing the promoted replica lacks, and the holder still holds
+// the lock there. (Without it the kill may come before the replication stream reaches the
+// replica, and the lock be gone: replication is asynchronous.) The release that follows has no
+// replica left to acknowledge it: it releases, and says so.
+TEST(sentinel, a_hold_the_replica_acknowledged_survives_the_masters_death) {
+  sentinel_group g;
+  ASSERT_TRUE(g.wait_until_replica_known());
+  ASSERT_TRUE(wait_until_replicas_acknowledge(*g.master, 20s));
+  config cfg = g.client_config();
+  cfg.replica_sync = 1;
+  cfg.replica_sync_timeout = 2000ms;
+  client c(cfg);
+  auto l = c.get_lock("kept-across-failover");
+  ASSERT_TRUE(l.try_lock(10s));
+  g.master->kill();
+  ASSERT_TRUE(
+      wait_until([&] { return g.named_port() == std::to_string(g.replica->port()); }, 60s, 50ms))
+      << g.sentinel->log_tail();
+  EXPECT_EQ(g.replica->cli({"HGET", "kept-across-failover",
+                            c.id() + ":" + std::to_string(this_thread_owner_id())}),
+            "1");
+  // The holder's client finds the new master (its reconnects ask the Sentinel) and the hold
+  // there. External state: the reconnect has no event to wait on.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        try {
+          return l.is_held_by_current_thread();
+        } catch (const error&) {
+          return false;  // still reconnecting
+        }
+      },
+      30s, 50ms));
+  EXPECT_FALSE(l.loss_token().stop_requested());
+  client other(g.client_config());
+  EXPECT_FALSE(other.get_lock("kept-across-failover").try_lock(200ms));
+  EXPECT_EQ(code_of([&] { l.unlock_or_throw(); }), errc::replication_not_confirmed);
+  EXPECT_EQ(g.replica->cli({"EXISTS", "kept-across-failover"}), "0");
 }
 
 // A client that misses the announcement (below) still leaves an old master that is still
