@@ -17,6 +17,7 @@
 #include "rlock/read_write_lock.hpp"
 #include "rlock/semaphore.hpp"
 #include "support/redis_cluster.hpp"
+#include "support/replica_acks.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -121,6 +122,30 @@ TEST(cluster, every_object_lives_on_the_master_of_its_slot) {
   for (const auto& n : names) EXPECT_EQ(c.execute({"SET", n, "v"}).str(), "OK");
   for (std::size_t m = 0; m < names.size(); ++m) {
     EXPECT_EQ(cluster.master(m).cli({"GET", names[m]}), "v");
+  }
+}
+
+// config::replica_sync in Cluster mode: each lock's WAIT goes to the master of its slot (on its
+// own connections there) and counts that master's replica; each hold is on that replica when
+// the acquire returns.
+TEST(cluster, replica_sync_waits_for_the_replica_of_each_locks_master) {
+  redis_cluster cluster(cluster_options{.masters = 3, .replicas_per_master = 1});
+  for (std::size_t m = 0; m < 3; ++m) {
+    ASSERT_TRUE(wait_until_replicas_acknowledge(cluster.master(m), 20s)) << "master " << m;
+  }
+  config cfg = cluster_config(cluster);
+  cfg.replica_sync = 1;
+  cfg.replica_sync_timeout = 2000ms;
+  client c(cfg);
+  const auto names = one_name_per_master(cluster, 3, "synced-");
+  for (std::size_t m = 0; m < 3; ++m) {
+    auto l = c.get_lock(names[m]);
+    ASSERT_TRUE(l.try_lock(10s));
+    raw_client on_replica = cluster.replica(m, 0).client();
+    ASSERT_EQ(on_replica.command({"READONLY"}).str, "OK");
+    EXPECT_EQ(on_replica.command({"EXISTS", names[m]}).integer, 1) << names[m];
+    l.unlock_or_throw();
+    EXPECT_EQ(calls_of(cluster.master(m), "wait"), 2) << "master " << m;
   }
 }
 
