@@ -260,7 +260,13 @@ struct config {
   ///   - a fenced lock's token counter is waited for too (a token not acknowledged is not
   ///     returned: the hold is released and the acquire fails with the same error);
   ///   - a lock handed over by the wait queue (lock_queue) was written by the unlock that
-  ///     handed it, and was waited for if that client asks for acknowledgements.
+  ///     handed it, and was waited for if that client asks for acknowledgements;
+  ///   - every try of a semaphore's, a permit-expirable semaphore's or a read-write lock's
+  ///     acquire is followed by WAIT too: one that took what it waits for without the replicas
+  ///     gives it back and fails the acquire with the same error; a read-write lock's unlock
+  ///     is as a lock's. Semaphore and permit releases, permit changes, countdown latches,
+  ///     force-unlocks and renewals are not waited for (a release reported as failed would
+  ///     invite a second one, which would add its permits twice).
   /// What it buys: a lock acquire that returned was on N replicas when it returned, so a
   /// failover to one of them keeps it; asynchronous replication still loses a renewal or a
   /// release made after that (renewals are not waited for), and WAIT is no consensus: a
@@ -273,7 +279,7 @@ struct config {
   /// replica down or lagging each waits the timeout and fails (requests queued behind it longer
   /// than their own timeout fail with errc::timeout). Redisson always asks all connected
   /// replicas and fails only when none acknowledged; rlock asks for exactly N, which the caller
-  /// chooses. Semaphores, read-write locks, countdown latches and renewals are not waited for.
+  /// chooses.
   /// At most 1,000; the timeout at least 1 ms and at most timeout (the per-attempt timeout,
   /// which is extended by it for these requests).
   int replica_sync = 0;

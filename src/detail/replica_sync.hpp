@@ -1,10 +1,12 @@
 // Replica acknowledgement of a lock's writes (config::replica_sync): whether a request that was
-// followed by WAIT got the replicas it asked for, and how a shortfall reads in an error.
+// followed by WAIT got the replicas it asked for, how a shortfall reads in an error, and how it
+// turns a wait's take into a failure.
 #pragma once
 
 #include <chrono>
 #include <string>
 
+#include "detail/channel_wait.hpp"
 #include "detail/core.hpp"
 #include "detail/exec_result.hpp"
 
@@ -35,6 +37,17 @@ inline std::string not_confirmed_detail(const config& cfg, const exec_result& r,
            std::to_string(cfg.replica_sync_timeout.count()) + " ms (config::replica_sync)";
   }
   return out;
+}
+
+/// A wait's attempt (semaphore, permit-expirable semaphore, read-write lock) whose script took
+/// what it waits for (`out.success`) without the replicas `cfg` asks for: the outcome becomes
+/// errc::replication_not_confirmed, so that the wait ends with it and runs the attempt's undo
+/// (which the caller must set for a take, as for one whose outcome is unknown).
+inline void refuse_unconfirmed_take(const config& cfg, const exec_result& r, attempt_outcome& out) {
+  if (!out.success || replicas_confirmed(cfg, r)) return;
+  out.success = false;
+  out.ec = make_error_code(errc::replication_not_confirmed);
+  out.detail = not_confirmed_detail(cfg, r, "acquired");
 }
 
 }  // namespace rlock::detail

@@ -367,7 +367,7 @@ TEST(cli_connection, the_wrong_scheme_for_the_port_gets_a_hint) {
 }
 
 // --replica-sync: without a replica to acknowledge it the acquire is undone and the command
-// never runs (69, the shortfall named); with one, the command runs.
+// never runs (69, the shortfall named); with one, the command runs, whatever the kind.
 TEST(cli_connection, replica_sync_runs_the_command_only_once_the_replica_acknowledges) {
   redis_server master(server_options{.extra_args = {"--repl-diskless-sync-delay", "0"}});
   temp_dir dir("rlock-cli");
@@ -378,6 +378,11 @@ TEST(cli_connection, replica_sync_runs_the_command_only_once_the_replica_acknowl
   EXPECT_NE(r.err.find("acknowledged by 0 of the 1 replicas"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(ran));
   EXPECT_EQ(master.cli({"EXISTS", "synced"}), "0");  // undone before rlock exited
+  const auto alone_shared =
+      run_rlock({"exec", "--shared", "rw", "--url", master.url(), "--replica-sync", "1",
+                 "--replica-sync-timeout", "100ms", "--", "touch", ran.string()});
+  EXPECT_EQ(alone_shared.status, 69) << alone_shared.err;
+  EXPECT_FALSE(std::filesystem::exists(ran));
 
   redis_server replica(
       server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
@@ -394,12 +399,13 @@ TEST(cli_connection, replica_sync_runs_the_command_only_once_the_replica_acknowl
       run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync", "-1", "--", "true"})
           .status,
       64);
-  // Not for the kinds whose writes are not waited for.
+  // The other kinds' acquires (and the read-write lock's release) are waited for too.
   const auto shared = run_rlock(
       {"exec", "--shared", "rw", "--url", master.url(), "--replica-sync", "1", "--", "true"});
-  EXPECT_EQ(shared.status, 64) << shared.err;
-  EXPECT_NE(shared.err.find("--replica-sync waits for locks only"), std::string::npos)
-      << shared.err;
+  EXPECT_EQ(shared.status, 0) << shared.err;
+  const auto permits = run_rlock({"exec", "--permits", "2", "sem", "--url", master.url(),
+                                  "--replica-sync", "1", "--", "true"});
+  EXPECT_EQ(permits.status, 0) << permits.err;
 }
 
 }  // namespace

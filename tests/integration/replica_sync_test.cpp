@@ -11,6 +11,9 @@
 
 #include "common.hpp"
 #include "rlock/fenced_lock.hpp"
+#include "rlock/permit_expirable_semaphore.hpp"
+#include "rlock/read_write_lock.hpp"
+#include "rlock/semaphore.hpp"
 #include "support/replica_acks.hpp"
 #include "support/wait.hpp"
 
@@ -188,6 +191,57 @@ TEST(replica_sync, renewals_do_not_queue_behind_waits) {
   EXPECT_GT(held.valid_until(), steady::now());
   p.replica->resume();
   held.unlock();  // not waited for while the replica catches up: the outcome is not checked
+}
+
+// The other kinds' acquires wait too: with no replica, each try that took something gives it
+// back and fails; with one, what they took is on the replica when they return.
+TEST(replica_sync, semaphores_and_read_write_locks_wait_for_their_acquires) {
+  replicated_pair p;
+  ASSERT_TRUE(p.wait_until_synced());
+  client c(p.client_config(1));
+  auto sem = c.get_semaphore("synced-sem");
+  ASSERT_TRUE(sem.try_set_permits(2));
+  ASSERT_TRUE(sem.try_acquire());
+  EXPECT_EQ(p.replica->cli({"GET", "synced-sem"}), "1");
+  EXPECT_EQ(sem.release(), 2);
+  auto pes = c.get_permit_expirable_semaphore("synced-pes");
+  ASSERT_TRUE(pes.try_set_permits(1));
+  const auto id = pes.try_acquire(10s);
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(p.replica->cli({"ZCARD", "{synced-pes}:timeout"}), "1");
+  pes.release(*id);
+  auto rw = c.get_read_write_lock("synced-rw");
+  ASSERT_TRUE(rw.try_lock_shared());
+  EXPECT_EQ(p.replica->cli({"HGET", "synced-rw", "mode"}), "read");
+  rw.unlock_shared();
+  EXPECT_EQ(p.replica->cli({"EXISTS", "synced-rw"}), "0");
+}
+
+TEST(replica_sync, without_replicas_the_other_kinds_give_back_what_they_took) {
+  redis_server server;
+  config cfg = config_for(server);
+  cfg.replica_sync = 1;
+  cfg.replica_sync_timeout = 100ms;
+  client c(cfg);
+  // The counts are set by hand: the semaphores' own setters are not waited for, but nothing
+  // here should depend on that.
+  ASSERT_EQ(server.cli({"SET", "lone-sem", "2"}), "OK");
+  auto sem = c.get_semaphore("lone-sem");
+  EXPECT_EQ(code_of([&] { (void)sem.try_acquire(2); }), errc::replication_not_confirmed);
+  EXPECT_TRUE(wait_until([&] { return server.cli({"GET", "lone-sem"}) == "2"; }, 3s));
+  ASSERT_EQ(server.cli({"SET", "lone-pes", "1"}), "OK");
+  auto pes = c.get_permit_expirable_semaphore("lone-pes");
+  EXPECT_EQ(code_of([&] { (void)pes.try_acquire(10s); }), errc::replication_not_confirmed);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return server.cli({"GET", "lone-pes"}) == "1" &&
+               server.cli({"EXISTS", "{lone-pes}:timeout"}) == "0";
+      },
+      3s));
+  auto rw = c.get_read_write_lock("lone-rw");
+  EXPECT_EQ(code_of([&] { (void)rw.try_lock(); }), errc::replication_not_confirmed);
+  EXPECT_EQ(code_of([&] { (void)rw.try_lock_shared(); }), errc::replication_not_confirmed);
+  EXPECT_TRUE(wait_until([&] { return server.cli({"EXISTS", "lone-rw"}) == "0"; }, 3s));
 }
 
 TEST(replica_sync, bad_settings_are_refused) {

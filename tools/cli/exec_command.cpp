@@ -211,11 +211,6 @@ int run_exec(const exec_options& o) {
   if (!loss_signal) throw usage_error("--on-loss: unknown signal '" + o.on_loss + "'");
   if (o.command.empty()) throw usage_error("no command given (rlock exec NAME -- CMD [ARGS...])");
   if (o.name.empty()) throw usage_error("the lock name must not be empty");
-  if (o.connection.replica_sync > 0 && (o.permits > 0 || o.shared || o.exclusive)) {
-    throw usage_error(
-        "--replica-sync waits for locks only, not for --shared, --exclusive or "
-        "--permits");
-  }
   rlock::config cfg = make_config(o.connection);
   if (o.watchdog_timeout) {
     if (*o.watchdog_timeout < milliseconds(3))
