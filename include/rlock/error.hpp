@@ -71,9 +71,11 @@ enum class errc {
   not_owner,
   /// The lock was held by this owner but is now gone (expired, deleted, or renewal failed).
   lock_lost,
-  /// A lock's acquire or unlock ran on the master, but fewer replicas than config::replica_sync
-  /// asks for acknowledged it within config::replica_sync_timeout (or the master refused WAIT).
-  /// An acquire has been undone (nothing is held); an unlock has released all the same.
+  /// An acquire (of a lock, a semaphore's permits, a read-write lock) or an unlock of a lock or
+  /// read-write lock ran on the master, but fewer replicas than config::replica_sync asks for
+  /// acknowledged it within config::replica_sync_timeout (or the master refused WAIT). An
+  /// acquire has been undone (nothing is held, permits are given back); an unlock has released
+  /// all the same.
   replication_not_confirmed,
   /// A stop was requested through the operation's std::stop_token; nothing is left held.
   stopped,

@@ -244,6 +244,26 @@ TEST(replica_sync, without_replicas_the_other_kinds_give_back_what_they_took) {
   EXPECT_TRUE(wait_until([&] { return server.cli({"EXISTS", "lone-rw"}) == "0"; }, 3s));
 }
 
+// A server without WAIT (renamed away, as some managed services do): nothing can be confirmed,
+// so every acquire is undone and fails, and says why.
+TEST(replica_sync, a_server_without_wait_confirms_nothing_and_says_so) {
+  redis_server server(server_options{.extra_args = {"--rename-command", "WAIT", ""}});
+  config cfg = config_for(server);
+  cfg.replica_sync = 1;
+  client c(cfg);
+  auto l = c.get_lock("no-wait");
+  std::string what;
+  try {
+    (void)l.try_lock();
+    ADD_FAILURE() << "the acquire returned";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::replication_not_confirmed);
+    what = e.what();
+  }
+  EXPECT_NE(what.find("the master refused WAIT: ERR unknown command"), std::string::npos) << what;
+  EXPECT_TRUE(wait_until([&] { return !exists_on(server, "no-wait"); }, 3s));
+}
+
 TEST(replica_sync, bad_settings_are_refused) {
   redis_server server;
   auto refused = [&](int replicas, std::chrono::milliseconds t) {
