@@ -246,42 +246,39 @@ struct config {
   /// Redis server's clock.
   std::chrono::milliseconds lock_queue_liveness = 6000ms;
   /// Replica acknowledgement of lock writes (Redisson's checkLockSyncedSlaves and
-  /// slavesSyncTimeout, made explicit). 0, the default: none asked for. N > 0: every acquire and
-  /// unlock of a reentrant, fenced, spin or fair lock is followed, in the same write and on the
-  /// same connection, by WAIT N replica_sync_timeout, and counts only once N replicas have
-  /// acknowledged it:
-  ///   - an acquire that took (or re-entered) the lock on the master, acknowledged by fewer
-  ///     within the timeout, is undone (released in the background, like an acquire whose
-  ///     outcome is unknown) and fails with errc::replication_not_confirmed (lock() and
-  ///     try_lock() throw it; nothing is held);
-  ///   - an unlock that ran on the master, acknowledged by fewer, has released the hold all the
-  ///     same (the master no longer has it) and reports errc::replication_not_confirmed
-  ///     (unlock_or_throw() throws it; unlock() ignores it);
-  ///   - a fenced lock's token counter is waited for too (a token not acknowledged is not
-  ///     returned: the hold is released and the acquire fails with the same error);
-  ///   - a lock handed over by the wait queue (lock_queue) was written by the unlock that
-  ///     handed it, and was waited for if that client asks for acknowledgements;
-  ///   - every try of a semaphore's, a permit-expirable semaphore's or a read-write lock's
-  ///     acquire is followed by WAIT too: one that took what it waits for without the replicas
-  ///     gives it back and fails the acquire with the same error; a read-write lock's unlock
-  ///     is as a lock's. Semaphore and permit releases, permit changes, countdown latches,
-  ///     force-unlocks and renewals are not waited for (a release reported as failed would
-  ///     invite a second one, which would add its permits twice).
-  /// What it buys: a lock acquire that returned was on N replicas when it returned, so a
-  /// failover to one of them keeps it; asynchronous replication still loses a renewal or a
-  /// release made after that (renewals are not waited for), and WAIT is no consensus: a
-  /// replica that acknowledged may not be the one promoted (use fencing tokens where that
-  /// matters). What it costs: WAIT holds back every later request on its connection until it
-  /// returns (Redis serves a connection's commands in order), so these requests go on command
-  /// connections of their own (four more per server, opened only with replica_sync): renewals
-  /// and every other request never queue behind a WAIT, but more than four acquires and unlocks
-  /// in flight queue behind each other's, each adding a replication round trip, and with a
-  /// replica down or lagging each waits the timeout and fails (requests queued behind it longer
-  /// than their own timeout fail with errc::timeout). Redisson always asks all connected
-  /// replicas and fails only when none acknowledged; rlock asks for exactly N, which the caller
-  /// chooses.
-  /// At most 1,000; the timeout at least 1 ms and at most timeout (the per-attempt timeout,
-  /// which is extended by it for these requests).
+  /// slavesSyncTimeout, made explicit). 0, the default: none asked for. N > 0: each write below
+  /// is followed, in the same write and on the same connection, by WAIT N replica_sync_timeout,
+  /// and counts only once N replicas have acknowledged it:
+  ///   - every acquire of a reentrant, fenced, spin or fair lock, and every try of a
+  ///     semaphore's, permit-expirable semaphore's or read-write lock's acquire: one that took
+  ///     what it asked for on the master, acknowledged by fewer within the timeout, is undone
+  ///     (released or given back in the background, like a take whose outcome is unknown) and
+  ///     fails with errc::replication_not_confirmed (lock() and try_lock() throw it; nothing is
+  ///     held);
+  ///   - a fenced lock's token: a token not acknowledged is not returned (the hold is released
+  ///     and the acquire fails with the same error);
+  ///   - every unlock of those locks and of a read-write lock: one that ran on the master,
+  ///     acknowledged by fewer, has released all the same and reports
+  ///     errc::replication_not_confirmed (unlock_or_throw() throws it; unlock() ignores it).
+  /// Not waited for: a lock handed over by the wait queue (lock_queue), which the unlock that
+  /// hands it writes (the new holder's acquire returns on the hand-off message without a WAIT
+  /// of its own; it was acknowledged only if the unlocking client asked: turn lock_queue off
+  /// where every acquire must be); semaphore and permit releases and changes (a release
+  /// reported as failed would invite a second one, which would add its permits twice);
+  /// countdown latches, force-unlocks and renewals.
+  /// What it buys: an acquire that returned was on N replicas then, so a failover to one of
+  /// them keeps it; asynchronous replication still loses a renewal or a release made after
+  /// that, and WAIT is no consensus: the replica promoted need not be one that acknowledged
+  /// (use fencing tokens where that matters). What it costs: WAIT holds back every later
+  /// request on its connection until it returns (Redis serves a connection's commands in
+  /// order), so these requests go on command connections of their own (four more per server,
+  /// opened only with replica_sync): renewals and every other request never queue behind a
+  /// WAIT, but more than four of these in flight queue behind each other's, each adding a
+  /// replication round trip, and with a replica down or lagging each waits the timeout and
+  /// fails (those queued behind it longer than their own timeout fail with errc::timeout).
+  /// Redisson always asks all connected replicas and fails only when none acknowledged; rlock
+  /// asks for exactly N, which the caller chooses. At most 1,000; the timeout at least 1 ms and
+  /// at most timeout (the per-attempt timeout, which is extended by it for these requests).
   int replica_sync = 0;
   std::chrono::milliseconds replica_sync_timeout = 1000ms;
   /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every
