@@ -257,15 +257,17 @@ struct config {
   ///     held);
   ///   - a fenced lock's token: a token not acknowledged is not returned (the hold is released
   ///     and the acquire fails with the same error);
+  ///   - a lock handed over by the wait queue (lock_queue), which the unlock that hands it
+  ///     writes (whether or not that client asks for acknowledgements): the new holder confirms
+  ///     it with an attempt of its own (the count-checked acquire finds the lock its owner's and
+  ///     writes its lease) followed by WAIT before its acquire returns; not acknowledged, the
+  ///     handed lock is released and the acquire fails as above;
   ///   - every unlock of those locks and of a read-write lock: one that ran on the master,
   ///     acknowledged by fewer, has released all the same and reports
   ///     errc::replication_not_confirmed (unlock_or_throw() throws it; unlock() ignores it).
-  /// Not waited for: a lock handed over by the wait queue (lock_queue), which the unlock that
-  /// hands it writes (the new holder's acquire returns on the hand-off message without a WAIT
-  /// of its own; it was acknowledged only if the unlocking client asked: turn lock_queue off
-  /// where every acquire must be); semaphore and permit releases and changes (a release
-  /// reported as failed would invite a second one, which would add its permits twice);
-  /// countdown latches, force-unlocks and renewals.
+  /// Not waited for: semaphore and permit releases and changes (a release reported as failed
+  /// would invite a second one, which would add its permits twice); countdown latches,
+  /// force-unlocks and renewals.
   /// What it buys: an acquire that returned was on N replicas then, so a failover to one of
   /// them keeps it; asynchronous replication still loses a renewal or a release made after
   /// that, and WAIT is no consensus: the replica promoted need not be one that acknowledged

@@ -67,7 +67,8 @@
 //     longer one does, and is reported through loss_token() once the holder runs again.
 //   - A Redis failover can lose a lock that was not yet replicated (Redis replication is
 //     asynchronous). With config::replica_sync an acquire returns only once that many replicas
-//     have acknowledged it (else it is undone and fails with errc::replication_not_confirmed),
+//     have acknowledged it, a hand-off from the queue included (else it is undone and fails
+//     with errc::replication_not_confirmed),
 //     which narrows that window but does not close it: renewals are not waited for, and the
 //     replica promoted need not be one that acknowledged. Fencing tokens close it.
 //   - Clocks: the client times waits, leases and renewals on steady_clock only, so a jump of

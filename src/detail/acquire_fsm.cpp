@@ -28,6 +28,18 @@ acquire_fsm::action acquire_fsm::attempt(time_point now) {
   return a;
 }
 
+acquire_fsm::action acquire_fsm::confirm(time_point /*now*/) {
+  confirming_ = true;
+  state_ = state::attempting;
+  ++attempts_;
+  subscribed_at_send_ = subscribed_;
+  woken_during_attempt_ = false;
+  action a;
+  a.kind = action_kind::send_acquire;
+  a.until = p_.deadline;
+  return a;
+}
+
 acquire_fsm::action acquire_fsm::wait_for_ttl(time_point now) {
   state_ = state::waiting;
   action a;
@@ -86,7 +98,22 @@ acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
     // already handed to this owner (the count-checked script does not count it twice). An
     // error here is that attempt's own, after every resend: it changes nothing that is held.
     if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);
+    handed_pending_ = false;
+    // Which of the two it was is unknown, so the hand-off is confirmed by an attempt of its
+    // own.
+    if (p_.confirm_handoff) return confirm(now);
     return finish({}, true);
+  }
+  if (confirming_) {
+    confirming_ = false;
+    if (r.acquired) {
+      if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);
+      return finish({}, true);
+    }
+    // Not confirmed (the replicas did not acknowledge it; or the attempt failed): the handed
+    // hold is released. Not held at all (its TTL, cut at the queue deadline, ran out first):
+    // the wait goes on below.
+    if (r.ec) return finish(r.ec, false, true);
   }
   if (r.ec) {
     // The outcome may be unknown (timeout): the driver releases defensively when asked to.
@@ -173,13 +200,14 @@ acquire_fsm::action acquire_fsm::on_timer(time_point now) {
   }
 }
 
-acquire_fsm::action acquire_fsm::on_handed(time_point /*now*/) {
+acquire_fsm::action acquire_fsm::on_handed(time_point now) {
   if (state_ == state::done || state_ == state::idle) return {};
   if (state_ == state::attempting) {
     handed_pending_ = true;
     return {};
   }
   if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);
+  if (p_.confirm_handoff) return confirm(now);
   return finish({}, true);
 }
 

@@ -19,7 +19,8 @@
 //     the turn;
 //   - a stop request or deadline that lands while an attempt is in flight waits for its reply;
 //     if that reply says "acquired", the result asks the caller to release the lock;
-//   - a hand-off (queued mode) completes the acquire in any waiting state;
+//   - a hand-off (queued mode) completes the acquire in any waiting state (with
+//     params::confirm_handoff, once one more attempt has confirmed it);
 //   - a re-entry refused because its owner's hold is gone is tried again at once, once, as a
 //     fresh acquire, within the deadline (a single-attempt acquire too);
 //   - a wait between attempts never outlasts params::max_wait, when set (a fair waiter);
@@ -55,6 +56,12 @@ class acquire_fsm {
     /// deadline). A fair lock's waiter retries at least three times per wait time: each
     /// attempt moves its eviction time out (fair_lock_acquire.lua).
     std::chrono::milliseconds max_wait{0};
+    /// A hand-off is confirmed by one more attempt before the acquire completes: the
+    /// count-checked script finds the lock already its owner's and writes its lease, and the
+    /// driver judges that write (config::replica_sync: the replicas' acknowledgement, which the
+    /// unlock that handed the lock over gave this owner no means to ask for). Its reply decides:
+    /// held, an error (the lock is released), or not held (the wait goes on).
+    bool confirm_handoff = false;
   };
 
   /// The channels a waiter listens on, in increasing order. `handoff`: its process's hand-off
@@ -120,7 +127,8 @@ class acquire_fsm {
   /// without running a script. While an attempt is in flight the acquire completes with that
   /// attempt's reply, whatever it says (it ran before the hand-off, or after it and found the
   /// lock already this owner's): finishing earlier would let a resend of that attempt land
-  /// after the owner's unlock and take the lock again for nobody.
+  /// after the owner's unlock and take the lock again for nobody. With
+  /// params::confirm_handoff the hand-off is then confirmed by one more attempt.
   action on_handed(time_point now);
   action on_stop(time_point now);
 
@@ -135,6 +143,8 @@ class acquire_fsm {
  private:
   enum class state { idle, queued, attempting, subscribing, waiting, done };
   action attempt(time_point now);
+  /// The attempt that confirms a hand-off (params::confirm_handoff), whatever the deadline.
+  action confirm(time_point now);
   action finish(std::error_code ec, bool acquired, bool release = false);
   action wait_for_ttl(time_point now);
   action spin_wait(time_point now);
@@ -149,6 +159,7 @@ class acquire_fsm {
   bool woken_during_attempt_ = false;
   bool stop_pending_ = false;
   bool handed_pending_ = false;  // handed the lock while an attempt was in flight
+  bool confirming_ = false;      // the attempt in flight confirms a hand-off
   bool turn_pending_ = false;    // on_turn came before start()
   long long last_ttl_ = -1;
   bool answered_ = false;       // an attempt's reply said the lock is held by another

@@ -264,6 +264,54 @@ TEST(replica_sync, a_server_without_wait_confirms_nothing_and_says_so) {
   EXPECT_TRUE(wait_until([&] { return !exists_on(server, "no-wait"); }, 3s));
 }
 
+// A lock handed over by the wait queue is confirmed by a synced attempt of the new holder's
+// own: the unlock that handed it (here a client that asks for no acknowledgement) gave the new
+// holder no WAIT. With the replica paused, the hand-off is not confirmed: the waiter's acquire
+// fails and the handed lock is released; with it back, a confirmed hand-off is on the replica
+// when the waiter's acquire returns.
+TEST(replica_sync, a_hand_off_is_confirmed_by_the_new_holder) {
+  replicated_pair p;
+  ASSERT_TRUE(p.wait_until_synced());
+  client holder(config_for(*p.master));  // no replica_sync
+  client waiter(p.client_config(1, 300ms));
+  auto h = holder.get_lock("handed");
+  auto w = waiter.get_lock("handed");
+  struct outcome {
+    std::error_code ec;
+    bool acquired = false;
+    std::string on_replica;  // the waiter's hold count on the replica, read once it returned
+  };
+  for (const bool paused : {true, false}) {
+    h.lock();
+    auto got = std::async(std::launch::async, [&] {
+      outcome o;
+      o.ec = code_of([&] { o.acquired = w.try_lock(10s); });
+      if (o.acquired) {
+        o.on_replica = p.replica->cli(
+            {"HGET", "handed", waiter.id() + ":" + std::to_string(this_thread_owner_id())});
+        w.unlock();
+      }
+      return o;
+    });
+    ASSERT_TRUE(wait_until([&] { return zcard(*p.master, "rlock_queue:{handed}") == 1; }, 5s));
+    if (paused) p.replica->pause();
+    h.unlock_or_throw();
+    const outcome o = got.get();
+    if (paused) {
+      EXPECT_EQ(o.ec, errc::replication_not_confirmed) << o.ec.message();
+      EXPECT_FALSE(o.acquired);
+      // Handed over on the master, then released by the waiter.
+      EXPECT_TRUE(wait_until([&] { return !exists_on(*p.master, "handed"); }, 3s));
+      p.replica->resume();
+      ASSERT_TRUE(p.wait_until_synced());
+    } else {
+      EXPECT_FALSE(o.ec) << o.ec.message();
+      EXPECT_TRUE(o.acquired);
+      EXPECT_EQ(o.on_replica, "1");
+    }
+  }
+}
+
 TEST(replica_sync, bad_settings_are_refused) {
   redis_server server;
   auto refused = [&](int replicas, std::chrono::milliseconds t) {

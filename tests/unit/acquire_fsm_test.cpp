@@ -443,6 +443,72 @@ TEST(acquire_fsm, a_hand_off_during_an_attempt_completes_with_the_attempts_reply
   EXPECT_TRUE(a.release);
 }
 
+// params::confirm_handoff (config::replica_sync): a hand-off is confirmed by one more attempt,
+// whose reply decides; an attempt in flight at the hand-off is followed by one too (it may have
+// run before the hand-off).
+TEST(acquire_fsm, a_confirmed_hand_off_completes_with_the_confirming_attempts_reply) {
+  auto confirming = [](tp deadline = tp::max()) {
+    acquire_fsm::params p;
+    p.deadline = deadline;
+    p.confirm_handoff = true;
+    return acquire_fsm(p);
+  };
+  // Waiting: the hand-off sends the confirming attempt; acquired, it completes.
+  auto f = confirming();
+  f.start(t0, true, handoff);
+  ASSERT_EQ(f.on_reply(t0 + 1ms, held_by_queued_holder(5000)).kind, kind::wait);
+  auto a = f.on_handed(t0 + 2ms);
+  ASSERT_EQ(a.kind, kind::send_acquire);
+  EXPECT_FALSE(f.finished());
+  a = f.on_reply(t0 + 3ms, acquired());
+  ASSERT_EQ(a.kind, kind::done);
+  EXPECT_TRUE(a.acquired);
+  EXPECT_FALSE(a.release);
+  EXPECT_EQ(f.attempts(), 2);
+
+  // Not confirmed: the handed hold is released and the error reported.
+  auto g = confirming();
+  g.start(t0, true, handoff);
+  g.on_reply(t0 + 1ms, held_by_queued_holder(5000));
+  g.on_handed(t0 + 2ms);
+  a = g.on_reply(t0 + 3ms, failed(errc::replication_not_confirmed));
+  ASSERT_EQ(a.kind, kind::done);
+  EXPECT_FALSE(a.acquired);
+  EXPECT_TRUE(a.release);
+  EXPECT_EQ(a.ec, errc::replication_not_confirmed);
+
+  // The handed hold already gone (its TTL ran out first): the wait goes on.
+  auto h = confirming();
+  h.start(t0, true, handoff);
+  h.on_reply(t0 + 1ms, held_by_queued_holder(5000));
+  h.on_handed(t0 + 2ms);
+  a = h.on_reply(t0 + 3ms, held_by_queued_holder(4000));
+  EXPECT_EQ(a.kind, kind::wait);
+  EXPECT_FALSE(h.finished());
+
+  // A hand-off during an attempt: its reply is followed by the confirming attempt, even past
+  // the deadline (the lock is held: it is confirmed or released, never left).
+  auto i = confirming(t0 + 5ms);
+  i.start(t0, true, handoff);
+  EXPECT_EQ(i.on_handed(t0 + 1ms).kind, kind::none);
+  a = i.on_reply(t0 + 6ms, held_by_queued_holder(5000));
+  ASSERT_EQ(a.kind, kind::send_acquire);
+  a = i.on_reply(t0 + 7ms, acquired());
+  ASSERT_EQ(a.kind, kind::done);
+  EXPECT_TRUE(a.acquired);
+
+  // A stop during the confirming attempt: held, so released.
+  auto j = confirming();
+  j.start(t0, true, handoff);
+  j.on_reply(t0 + 1ms, held_by_queued_holder(5000));
+  j.on_handed(t0 + 2ms);
+  j.on_stop(t0 + 3ms);
+  a = j.on_reply(t0 + 4ms, acquired());
+  ASSERT_EQ(a.kind, kind::done);
+  EXPECT_EQ(a.ec, errc::stopped);
+  EXPECT_TRUE(a.release);
+}
+
 TEST(acquire_fsm, a_holder_that_does_not_hand_over_needs_the_redisson_channel_too) {
   auto f = make();
   f.start(t0, true, handoff);
