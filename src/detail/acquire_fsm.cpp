@@ -18,18 +18,15 @@ acquire_fsm::action acquire_fsm::finish(std::error_code ec, bool acquired, bool 
 
 acquire_fsm::action acquire_fsm::attempt(time_point now) {
   if (attempts_ > 0 && now >= p_.deadline) return finish({}, false);
-  state_ = state::attempting;
-  ++attempts_;
-  subscribed_at_send_ = subscribed_;
-  woken_during_attempt_ = false;
-  action a;
-  a.kind = action_kind::send_acquire;
-  a.until = p_.deadline;
-  return a;
+  return send_attempt();
 }
 
-acquire_fsm::action acquire_fsm::confirm(time_point /*now*/) {
+acquire_fsm::action acquire_fsm::confirm() {
   confirming_ = true;
+  return send_attempt();
+}
+
+acquire_fsm::action acquire_fsm::send_attempt() {
   state_ = state::attempting;
   ++attempts_;
   subscribed_at_send_ = subscribed_;
@@ -101,7 +98,7 @@ acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
     handed_pending_ = false;
     // Which of the two it was is unknown, so the hand-off is confirmed by an attempt of its
     // own.
-    if (p_.confirm_handoff) return confirm(now);
+    if (p_.confirm_handoff) return confirm();
     return finish({}, true);
   }
   if (confirming_) {
@@ -200,14 +197,14 @@ acquire_fsm::action acquire_fsm::on_timer(time_point now) {
   }
 }
 
-acquire_fsm::action acquire_fsm::on_handed(time_point now) {
+acquire_fsm::action acquire_fsm::on_handed(time_point /*now*/) {
   if (state_ == state::done || state_ == state::idle) return {};
   if (state_ == state::attempting) {
     handed_pending_ = true;
     return {};
   }
   if (stop_pending_) return finish(make_error_code(errc::stopped), true, true);
-  if (p_.confirm_handoff) return confirm(now);
+  if (p_.confirm_handoff) return confirm();
   return finish({}, true);
 }
 

@@ -144,7 +144,9 @@ class acquire_fsm {
   enum class state { idle, queued, attempting, subscribing, waiting, done };
   action attempt(time_point now);
   /// The attempt that confirms a hand-off (params::confirm_handoff), whatever the deadline.
-  action confirm(time_point now);
+  action confirm();
+  /// Sends an attempt (attempt() and confirm() after their checks).
+  action send_attempt();
   action finish(std::error_code ec, bool acquired, bool release = false);
   action wait_for_ttl(time_point now);
   action spin_wait(time_point now);
