@@ -43,6 +43,14 @@ bool exists_on(const redis_server& s, const std::string& key) {
   return s.cli_reply({"EXISTS", key}).integer == 1;
 }
 
+/// A client config for `server`, which has no replica, asking for one within 100 ms.
+config asking_a_lone_server(const redis_server& server) {
+  config cfg = config_for(server);
+  cfg.replica_sync = 1;
+  cfg.replica_sync_timeout = 100ms;
+  return cfg;
+}
+
 TEST(replica_sync, a_confirmed_acquire_and_unlock_are_on_the_replica_when_they_return) {
   replicated_pair p;
   ASSERT_TRUE(p.wait_until_synced());
@@ -129,10 +137,7 @@ TEST(replica_sync, an_unlock_a_paused_replica_does_not_confirm_has_released_the_
 
 TEST(replica_sync, without_replicas_every_acquire_fails_at_the_sync_timeout) {
   redis_server server;
-  config cfg = config_for(server);
-  cfg.replica_sync = 1;
-  cfg.replica_sync_timeout = 100ms;
-  client c(cfg);
+  client c(asking_a_lone_server(server));
   auto l = c.get_lock("alone");
   const auto t0 = steady::now();
   EXPECT_EQ(code_of([&] { (void)l.try_lock(); }), errc::replication_not_confirmed);
@@ -219,10 +224,7 @@ TEST(replica_sync, semaphores_and_read_write_locks_wait_for_their_acquires) {
 
 TEST(replica_sync, without_replicas_the_other_kinds_give_back_what_they_took) {
   redis_server server;
-  config cfg = config_for(server);
-  cfg.replica_sync = 1;
-  cfg.replica_sync_timeout = 100ms;
-  client c(cfg);
+  client c(asking_a_lone_server(server));
   // The counts are set by hand: the semaphores' own setters are not waited for, but nothing
   // here should depend on that.
   ASSERT_EQ(server.cli({"SET", "lone-sem", "2"}), "OK");
@@ -248,9 +250,7 @@ TEST(replica_sync, without_replicas_the_other_kinds_give_back_what_they_took) {
 // so every acquire is undone and fails, and says why.
 TEST(replica_sync, a_server_without_wait_confirms_nothing_and_says_so) {
   redis_server server(server_options{.extra_args = {"--rename-command", "WAIT", ""}});
-  config cfg = config_for(server);
-  cfg.replica_sync = 1;
-  client c(cfg);
+  client c(asking_a_lone_server(server));
   auto l = c.get_lock("no-wait");
   std::string what;
   try {
