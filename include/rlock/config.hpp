@@ -21,6 +21,8 @@
 #include <system_error>
 #include <vector>
 
+#include "rlock/client_event.hpp"
+
 namespace rlock {
 
 using namespace std::chrono_literals;
@@ -287,6 +289,22 @@ struct config {
   /// key and channel of an object derives from the mapped name, so Java and C++ peers sharing a
   /// lock must map names the same way.
   std::function<std::string(std::string_view)> name_mapper;
+
+  // ---- observation ----
+  /// Called with each client_event (client_event.hpp: servers connected, disconnected or
+  /// refusing connects, master switches, Cluster topology changes, scripts reloaded, holds
+  /// lost), for logs, alerts and metrics. Empty, the default: no event is made.
+  /// Guarantees:
+  ///   - called on one of the client's I/O threads, never on two at once, in the order the
+  ///     client saw the events;
+  ///   - client::shutdown() (and the destructor) first waits for the events made before it
+  ///     began to be delivered, at most 250 ms, and from then on it is never called: events not
+  ///     delivered by then are dropped (shutdown's own closing of connections makes none);
+  ///   - an exception it throws is caught and dropped, and the next event is delivered.
+  /// Invalid: blocking in it. While it runs, the client's I/O on that thread waits (with one
+  /// I/O thread, all of it: replies, renewals, reconnects). A blocking call of this client made
+  /// from it throws errc::invalid_argument; its asynchronous calls are allowed.
+  std::function<void(const client_event&)> on_event;
 };
 
 }  // namespace rlock

@@ -83,8 +83,8 @@ node& cluster_router::start_node_locked(const cluster_endpoint& e) {
   connection_options o = opts_.node;
   o.address.host = e.host;
   o.address.port = e.port;
-  auto n =
-      std::make_unique<node>(io_, o, opts_.pool_size, opts_.sub_pool_size, opts_.synced_pool_size);
+  auto n = std::make_unique<node>(io_, o, opts_.pool_size, opts_.sub_pool_size,
+                                  opts_.synced_pool_size, opts_.events);
   if (opts_.on_moved) n->set_moved_handler(opts_.on_moved);
   node& out = *n;
   where_[&out] = e;
@@ -228,7 +228,7 @@ void cluster_router::on_answer(const std::shared_ptr<scan_state>& s, const std::
   scan_finished(true, {}, {});
   const bool first = !settled();
   settle();
-  if ((changed || first) && opts_.on_change) opts_.on_change();
+  if (changed || first) report_change();
 }
 
 void cluster_router::probe_sharded(bool changed) {
@@ -260,13 +260,25 @@ void cluster_router::probe_sharded(bool changed) {
     self->scan_finished(true, {}, {});
     const bool first = !self->settled();
     self->settle();
-    if ((changed || first) && self->opts_.on_change) self->opts_.on_change();
+    if (changed || first) self->report_change();
   };
   n->pick().submit(std::move(r));
 }
 
 void cluster_router::settle() {
   settled_.store(true, std::memory_order_release);
+}
+
+void cluster_router::report_change() {
+  if (!opts_.on_change) return;
+  std::size_t masters = 0;
+  {
+    std::shared_lock lk(mu_);
+    std::set<const node*> seen(slots_.begin(), slots_.end());
+    seen.erase(nullptr);
+    masters = seen.size();
+  }
+  opts_.on_change(masters);
 }
 
 bool cluster_router::apply(const std::vector<slot_range>& map) {

@@ -23,6 +23,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,6 +36,7 @@
 
 #include "detail/cluster_slots.hpp"
 #include "detail/connection.hpp"
+#include "detail/event_sink.hpp"
 #include "detail/node.hpp"
 #include "rlock/config.hpp"
 #include "rlock/connection_status.hpp"
@@ -56,12 +58,14 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     /// Bounds each node's answer to CLUSTER SLOTS.
     std::chrono::milliseconds timeout{3000};
     /// Called (on an I/O thread, no lock held) after a scan changed a slot's master, and once
-    /// when the first scan has settled (settled()).
-    std::function<void()> on_change;
+    /// when the first scan has settled (settled()), with how many masters serve slots now.
+    std::function<void(std::size_t masters)> on_change;
     /// Given to every node's subscribers (subscriber::set_moved_handler).
     moved_handler on_moved;
     /// Pub/sub kind: config::cluster_sharded_subscription.
     sharded_subscription_mode sharded = sharded_subscription_mode::automatic;
+    /// Given to every node (its link events); null: none.
+    std::shared_ptr<event_sink> events;
   };
 
   cluster_router(asio::io_context& io, options o);
@@ -104,6 +108,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   /// Automatic mode, after a map: asks a master whether it knows sharded pub/sub.
   void probe_sharded(bool changed);
   void settle();
+  /// Calls opts_.on_change with the number of masters that serve slots.
+  void report_change();
   void arm_locked(std::chrono::milliseconds after);
 
   asio::io_context& io_;

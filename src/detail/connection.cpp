@@ -221,13 +221,20 @@ void connection::drop(std::uint64_t gen, std::error_code ec, std::string detail)
     pending_.clear();
     writing_ = false;
     last_error_ = make_error_code(errc::not_connected);
-    last_error_detail_ = std::move(detail);
+    last_error_detail_ = detail;
     sticky_error_ = false;
     if (was_ready) failures_ = 0;
     schedule_reconnect_locked();
   }
   run(done);
-  if (was_ready && handlers_.on_down) handlers_.on_down(ec);
+  if (!was_ready) return;
+  if (handlers_.on_down) handlers_.on_down(ec);
+  if (handlers_.on_link) {
+    handlers_.on_link({.what = link_report::change::down,
+                       .server = opts_.address.to_string(),
+                       .error = ec,
+                       .detail = std::move(detail)});
+  }
 }
 
 void connection::arm_deadline_locked(clock::time_point tp) {

@@ -129,6 +129,14 @@ struct connection_options {
 connection_options sentinel_connection_options(const connection_options& base,
                                                const server_address& sentinel);
 
+/// A change of a connection's link (connection::handlers::on_link).
+struct link_report {
+  enum class change { up, down, connect_failed } what = change::up;
+  std::string server;  ///< the address it connected (or tried to connect) to
+  std::error_code error;
+  std::string detail;
+};
+
 class connection : public std::enable_shared_from_this<connection> {
  public:
   enum class state { idle, connecting, ready, backoff, closed };
@@ -140,6 +148,9 @@ class connection : public std::enable_shared_from_this<connection> {
     std::function<void(reply)> on_push;
     /// When an established connection drops, with the reason.
     std::function<void(std::error_code)> on_down;
+    /// What the link did, for the client's events (node.cpp): set up (after on_ready), dropped
+    /// after it was set up (after on_down), or a connect failed. On the connection's strand.
+    std::function<void(const link_report&)> on_link;
   };
 
   connection(asio::io_context& io, connection_options opts, handlers h);

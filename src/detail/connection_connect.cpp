@@ -209,11 +209,17 @@ void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string
       if (e.req.done) done.emplace_back(std::move(e.req.done), exec_failure(ec, false, detail));
     }
     pending_.clear();
-    last_error_detail_ = std::move(detail);
+    last_error_detail_ = detail;
     writing_ = false;
     schedule_reconnect_locked();
   }
   run(done);
+  if (handlers_.on_link) {
+    handlers_.on_link({.what = link_report::change::connect_failed,
+                       .server = opts_.address.to_string(),
+                       .error = ec,
+                       .detail = std::move(detail)});
+  }
 }
 
 void connection::become_ready(std::uint64_t gen) {
@@ -234,6 +240,12 @@ void connection::become_ready(std::uint64_t gen) {
         [self = shared_from_this()](std::error_code ec) { self->on_ping_timer(ec); });
   }
   if (handlers_.on_ready) handlers_.on_ready();
+  if (handlers_.on_link) {
+    handlers_.on_link({.what = link_report::change::up,
+                       .server = opts_.address.to_string(),
+                       .error = {},
+                       .detail = {}});
+  }
 }
 
 void connection::schedule_reconnect_locked() {

@@ -49,6 +49,7 @@ core::core(config cfg, const std::vector<const script*>& scripts)
       // (lock_acquire_queued.lua); Redisson's ids, like rlock's without the queue, are version 4.
       id_(make_uuid(cfg_.lock_queue ? 8 : 4)),
       work_(asio::make_work_guard(io_)),
+      events_(std::make_shared<event_sink>(io_, cfg_.on_event)),
       spent_(std::make_unique<spent_keys>(*this)) {
   validate_config(cfg_);
   const std::vector<server_address> seeds = cluster_seeds(cfg_);
@@ -81,28 +82,39 @@ core::core(config cfg, const std::vector<const script*>& scripts)
       sharded_twins_.emplace(s, std::make_unique<script>(std::move(text)));
     }
     cluster_ = std::make_shared<cluster_router>(
-        io_, cluster_router::options{
-                 .node = opts,
-                 .seeds = seeds,
-                 .pool_size = cfg_.connection_pool_size,
-                 .sub_pool_size = cfg_.subscription_connection_pool_size,
-                 .synced_pool_size = cfg_.replica_sync > 0 ? replica_sync_connections : 0,
-                 .scan_interval = cfg_.cluster_scan_interval,
-                 .timeout = cfg_.timeout,
-                 .on_change = [this] { wake_sleepers(); },
-                 .on_moved =
-                     [this](const std::string& refusal, channel_kind kind,
-                            const std::string& channel, std::shared_ptr<pubsub_listener> listener,
-                            std::function<void(std::error_code, subscription)> finish) {
-                       resubscribe_moved(refusal, kind, channel, std::move(listener),
-                                         std::move(finish));
-                     },
-                 .sharded = cfg_.cluster_sharded_subscription});
+        io_,
+        cluster_router::options{
+            .node = opts,
+            .seeds = seeds,
+            .pool_size = cfg_.connection_pool_size,
+            .sub_pool_size = cfg_.subscription_connection_pool_size,
+            .synced_pool_size = cfg_.replica_sync > 0 ? replica_sync_connections : 0,
+            .scan_interval = cfg_.cluster_scan_interval,
+            .timeout = cfg_.timeout,
+            .on_change =
+                [this](std::size_t masters) {
+                  wake_sleepers();
+                  events_->emit({.kind = client_event_kind::topology_changed,
+                                 .server = {},
+                                 .object = {},
+                                 .error = {},
+                                 .detail = std::to_string(masters) +
+                                           (masters == 1 ? " master serves" : " masters serve") +
+                                           " the slots"});
+                },
+            .on_moved =
+                [this](const std::string& refusal, channel_kind kind, const std::string& channel,
+                       std::shared_ptr<pubsub_listener> listener,
+                       std::function<void(std::error_code, subscription)> finish) {
+                  resubscribe_moved(refusal, kind, channel, std::move(listener), std::move(finish));
+                },
+            .sharded = cfg_.cluster_sharded_subscription,
+            .events = events_});
     cluster_->start();
   } else {
     node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
                                    cfg_.subscription_connection_pool_size,
-                                   cfg_.replica_sync > 0 ? replica_sync_connections : 0);
+                                   cfg_.replica_sync > 0 ? replica_sync_connections : 0, events_);
     node_->start();
   }
   if (!opts.sentinels.empty()) {
@@ -157,6 +169,8 @@ connection_status core::status() const {
 }
 
 void core::shutdown() {
+  // config::on_event: the events so far are delivered (briefly), nothing after them.
+  events_->close(on_io_thread() ? std::chrono::milliseconds(0) : events_drain_wait);
   if (closed_.load(std::memory_order_acquire)) return;
   // Spent request keys are deleted while the connections still serve: briefly, so that a client
   // closing while its server is unreachable does not wait long for it.

@@ -19,6 +19,7 @@
 
 #include "detail/cluster_router.hpp"
 #include "detail/connection.hpp"
+#include "detail/event_sink.hpp"
 #include "detail/node.hpp"
 #include "detail/sentinel_watch.hpp"
 #include "detail/server_client.hpp"
@@ -109,6 +110,8 @@ class core : public std::enable_shared_from_this<core> {
   /// Request keys no attempt can read any more, deleted in batches (spent_keys.hpp); what is
   /// pending when the client shuts down is deleted first (briefly: at most 250 ms).
   spent_keys& spent() { return *spent_; }
+  /// The client's events (config::on_event): event_sink::wanted() is false without a handler.
+  event_sink& events() { return *events_; }
 
  private:
   struct attempt;
@@ -126,6 +129,8 @@ class core : public std::enable_shared_from_this<core> {
   /// With config::replica_sync: the command connections per node of the requests followed by
   /// WAIT (node::pick_synced).
   static constexpr int replica_sync_connections = 4;
+  /// shutdown() waits at most this long for config::on_event to take the events made before.
+  static constexpr std::chrono::milliseconds events_drain_wait{250};
   /// shutdown() waits at most this long for the DELs of spent request keys.
   static constexpr std::chrono::milliseconds spent_close_wait{250};
   /// Swaps an EVALSHA attempt's script for its SPUBLISH twin, if it has one.
@@ -155,6 +160,8 @@ class core : public std::enable_shared_from_this<core> {
   std::string id_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
+  // config::on_event's delivery; closed as shutdown() begins.
+  std::shared_ptr<event_sink> events_;
   // After io_: its timer is destroyed before io_ is (shutdown() has cancelled it by then).
   std::unique_ptr<spent_keys> spent_;
   std::unique_ptr<node> node_;  // null in Cluster mode

@@ -201,6 +201,13 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   if (res.ec && a->from_script && !a->noscript_retried && res.detail.starts_with("NOSCRIPT")) {
     // The server lost the script (SCRIPT FLUSH, restart, failover): nothing ran. Send the text.
     a->noscript_retried = true;
+    if (events_->wanted()) {
+      events_->emit({.kind = client_event_kind::script_reloaded,
+                     .server = a->sent_to != nullptr ? a->sent_to->server() : std::string(),
+                     .object = std::string(a->via_script->sha1()),
+                     .error = {},
+                     .detail = "the server did not have it (NOSCRIPT): sent with its text"});
+    }
     a->ask_target = std::move(asked);
     a->payload = evalsha_to_eval(a->payload, *a->via_script);
     send(a);

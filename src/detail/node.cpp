@@ -2,17 +2,91 @@
 
 #include <algorithm>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <tuple>
+#include <utility>
 
 namespace rlock::detail {
 
+// A node's link, as its events tell it: up while any of its command connections is set up. Each
+// connection reports its own changes (connection::handlers::on_link); this turns them into the
+// node's: `connected` when the first one is up, `disconnected` when the last one up drops, and
+// `connect_failed` while none is up, once per reason (the back-off retries each connection
+// every few seconds at most, with the same failure as a rule).
+class node::link_events {
+ public:
+  link_events(std::shared_ptr<event_sink> sink, std::string server)
+      : sink_(std::move(sink)), server_(std::move(server)) {}
+
+  /// Where the node's connections are, as last known (set up there, or moved there).
+  std::string server() const {
+    std::lock_guard lk(mu_);
+    return server_;
+  }
+
+  void report(const link_report& r) {
+    client_event e;
+    {
+      std::lock_guard lk(mu_);
+      switch (r.what) {
+        case link_report::change::up:
+          server_ = r.server;
+          if (up_++ > 0) return;
+          last_failure_.reset();
+          e.kind = client_event_kind::connected;
+          break;
+        case link_report::change::down:
+          if (up_ == 0 || --up_ > 0) return;
+          e.kind = client_event_kind::disconnected;
+          break;
+        case link_report::change::connect_failed:
+          if (up_ > 0 || last_failure_ == std::make_pair(r.error, r.detail)) return;
+          last_failure_.emplace(r.error, r.detail);
+          e.kind = client_event_kind::connect_failed;
+          break;
+      }
+    }
+    e.server = r.server;
+    e.error = r.error;
+    e.detail = r.detail;
+    sink_->emit(std::move(e));
+  }
+
+  void master_switched(const std::string& server, std::string detail) {
+    {
+      std::lock_guard lk(mu_);
+      server_ = server;
+    }
+    sink_->emit({.kind = client_event_kind::master_switched,
+                 .server = server,
+                 .object = {},
+                 .error = {},
+                 .detail = std::move(detail)});
+  }
+
+ private:
+  std::shared_ptr<event_sink> sink_;
+  mutable std::mutex mu_;
+  std::string server_;
+  int up_ = 0;  // command connections set up
+  // The last connect failure reported since the link was last up.
+  std::optional<std::pair<std::error_code, std::string>> last_failure_;
+};
+
 node::node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,
-           int synced_pool_size) {
+           int synced_pool_size, std::shared_ptr<event_sink> events) {
+  connection::handlers h;
+  if (events && events->wanted()) {
+    link_events_ = std::make_shared<link_events>(std::move(events), opts.address.to_string());
+    h.on_link = [l = link_events_](const link_report& r) { l->report(r); };
+    address_ = opts.address;
+  }
   for (int i = 0; i < std::max(1, pool_size); ++i) {
-    conns_.push_back(std::make_shared<connection>(io, opts, connection::handlers{}));
+    conns_.push_back(std::make_shared<connection>(io, opts, h));
   }
   for (int i = 0; i < synced_pool_size; ++i) {
-    synced_.push_back(std::make_shared<connection>(io, opts, connection::handlers{}));
+    synced_.push_back(std::make_shared<connection>(io, opts, h));
   }
   for (int i = 0; i < std::max(1, sub_pool_size); ++i) {
     subs_.push_back(std::make_shared<subscriber>(io, opts));
@@ -47,9 +121,19 @@ subscriber& node::subscriber_for(std::string_view channel) {
 }
 
 void node::master_switched(const std::string& host, std::uint16_t port, const std::string& detail) {
+  if (link_events_) {
+    server_address to = address_;
+    to.host = host;
+    to.port = port;
+    link_events_->master_switched(to.to_string(), detail);
+  }
   for (auto& c : conns_) c->master_switched(host, port, detail);
   for (auto& c : synced_) c->master_switched(host, port, detail);
   for (auto& s : subs_) s->master_switched(host, port, detail);
+}
+
+std::string node::server() const {
+  return link_events_ ? link_events_->server() : std::string();
 }
 
 void node::set_moved_handler(const moved_handler& h) {

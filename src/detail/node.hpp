@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detail/connection.hpp"
+#include "detail/event_sink.hpp"
 #include "detail/subscriber.hpp"
 #include "rlock/connection_status.hpp"
 
@@ -20,9 +21,11 @@ namespace rlock::detail {
 class node {
  public:
   /// `synced_pool_size`: command connections of their own for the requests that wait for
-  /// their replicas (pick_synced()); 0: none.
+  /// their replicas (pick_synced()); 0: none. `events`, if given: the node's link reports
+  /// (client_event_kind::connected, disconnected, connect_failed, master_switched), judged by
+  /// all its command connections together (link_events below).
   node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,
-       int synced_pool_size = 0);
+       int synced_pool_size = 0, std::shared_ptr<event_sink> events = nullptr);
   void start();
   void close();
   /// A command connection (round-robin over the pool).
@@ -38,12 +41,17 @@ class node {
   /// new master, or in Cluster mode the replica promoted in place of this node's dead master.
   /// Subscribers subscribe their channels again there and tell their listeners.
   void master_switched(const std::string& host, std::uint16_t port, const std::string& detail);
+  /// With events: the server the connections are at, as last known (for events); else empty.
+  std::string server() const;
   /// Cluster mode: subscriber::set_moved_handler on every subscriber (before start()).
   void set_moved_handler(const moved_handler& h);
   /// Connected if any command connection is ready; otherwise the first recorded failure.
   connection_status status() const;
 
  private:
+  class link_events;
+  std::shared_ptr<link_events> link_events_;  // null without events
+  server_address address_;                    // with events: for master_switched's
   std::vector<std::shared_ptr<connection>> conns_;
   std::vector<std::shared_ptr<subscriber>> subs_;
   std::vector<std::shared_ptr<connection>> synced_;  // empty without replica_sync

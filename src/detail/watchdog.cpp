@@ -1,6 +1,7 @@
 #include "detail/watchdog.hpp"
 
 #include <algorithm>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -282,6 +283,7 @@ void watchdog::send_batch(const batch& b) {
 void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_at,
                         exec_result res) {
   std::vector<loss_callback> lost;
+  std::vector<std::string> lost_keys;
   std::error_code why = make_error_code(errc::lock_lost);
   auto retry_at = clock::time_point::max();
   {
@@ -337,6 +339,7 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
         }
       } else {
         lost.push_back(std::move(h.on_loss));
+        lost_keys.push_back(std::move(h.key));
         holds_.erase(it);
       }
     }
@@ -348,6 +351,7 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
   for (auto& cb : lost) {
     if (cb) cb(why);
   }
+  report_lost(lost_keys, "a renewal found it no longer held by this owner");
 }
 
 void watchdog::arm_retry_locked() {
@@ -366,6 +370,8 @@ void watchdog::arm_expiry_locked() {
 
 void watchdog::on_expiry() {
   std::vector<loss_callback> lost;
+  std::vector<std::string> unrenewed;  // renewed by the watchdog, but not in time
+  std::vector<std::string> ran_out;    // a lease given explicitly, ended while held
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
@@ -373,6 +379,7 @@ void watchdog::on_expiry() {
     for (auto it = holds_.begin(); it != holds_.end();) {
       if (it->second.active && it->second.valid_until <= now) {
         lost.push_back(std::move(it->second.on_loss));
+        (it->second.renew ? unrenewed : ran_out).push_back(std::move(it->second.key));
         it = holds_.erase(it);
       } else {
         ++it;
@@ -382,6 +389,21 @@ void watchdog::on_expiry() {
   }
   for (auto& cb : lost) {
     if (cb) cb(make_error_code(errc::lock_lost));
+  }
+  report_lost(unrenewed, "its lease ended with no successful renewal");
+  report_lost(ran_out, "its lease ran out while it was held");
+}
+
+void watchdog::report_lost(const std::vector<std::string>& keys, const std::string& how) const {
+  if (keys.empty()) return;
+  const auto c = core_.lock();
+  if (!c || !c->events().wanted()) return;
+  for (const std::string& key : keys) {
+    c->events().emit({.kind = client_event_kind::lock_lost,
+                      .server = {},
+                      .object = key,
+                      .error = make_error_code(errc::lock_lost),
+                      .detail = how});
   }
 }
 

@@ -153,6 +153,8 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   void arm_retry_locked();
   void arm_expiry_locked();
   void on_expiry();
+  /// config::on_event: client_event_kind::lock_lost for each of `keys`, lost as `how` says.
+  void report_lost(const std::vector<std::string>& keys, const std::string& how) const;
 
   std::weak_ptr<core> core_;
   const script* renew_script_;

@@ -1,0 +1,83 @@
+// rlock/client_event.hpp: what happened to a client's links to its servers and to the holds it
+// renews, for logs, alerts and metrics (config::on_event).
+//
+// Defines:
+//   rlock::client_event_kind  the kinds of event
+//   rlock::client_event       one event: its kind, the server, the object, the error, a detail
+//   rlock::to_string          a kind's name ("connected", "lock_lost", ...)
+//   rlock::describe           an event as one line of text for a log
+//
+// Events report; they decide nothing. The client reconnects, resubscribes, reloads scripts and
+// follows failovers by itself, whether or not anyone listens, and a holder learns of its own
+// lock's loss from the lock (loss_token(), lock.hpp), which is the signal to act on. Delivery
+// (one thread at a time, in order, never after shutdown) is config::on_event's.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace rlock {
+
+/// The kinds of client_event. A server's link is judged by the client's command connections to
+/// it (config::connection_pool_size of them, plus the replica_sync ones), not by its pub/sub
+/// connections, whose drops the waiters they serve learn of anyway.
+enum class client_event_kind {
+  /// The first of the client's command connections to `server` is set up (connected, AUTH,
+  /// SELECT, scripts loaded): at start, and again after `disconnected` or `connect_failed`.
+  connected,
+  /// The last set-up command connection to `server` dropped (`error` and `detail`: why). Its
+  /// requests awaiting a reply failed with errc::connection_lost (their outcome unknown); the
+  /// client reconnects with back-off (config::reconnect_delay_min/max) by itself.
+  disconnected,
+  /// An attempt to connect to `server` failed while none of the client's command connections
+  /// to it is set up (`error`, `detail`: why, e.g. errc::auth_failed and the server's text).
+  /// Reported when the reason differs from the last one reported since `connected`: a wrong
+  /// password or a refused port is reported once, not at each retry of the back-off.
+  connect_failed,
+  /// The client's connections to one server move to another: a Sentinel announced a new
+  /// master, or in Cluster mode a replica took a dead master's slots. `server` is the new
+  /// address; requests awaiting a reply on the old one fail with errc::connection_lost.
+  master_switched,
+  /// Cluster mode: a scan of the slots found a slot served by another master than before;
+  /// also reported once when the first scan has settled. `detail` says how many masters serve
+  /// the slots.
+  topology_changed,
+  /// `server` did not have a script (SCRIPT FLUSH, a restart, a failover to a server that never
+  /// loaded it: NOSCRIPT), so the request was sent again with the script's text, which loads
+  /// it; nothing had run. `object` is the script's SHA1 (one event per script and server that
+  /// lost it; requests racing the reload may add one each).
+  script_reloaded,
+  /// A hold that the client renews or watches (reentrant, fair, spin and fenced locks, and the
+  /// read-write lock's holds) is no longer held: a renewal found the lock no longer this
+  /// owner's (deleted, expired, force-unlocked, lost in a failover), or its lease ended with no
+  /// successful renewal (the server unreachable or paused), or a lease given explicitly ran
+  /// out while the owner still held it. `object` is the lock's key (after
+  /// config::name_mapper), `error` errc::lock_lost. The holder's loss_token() is stopped too.
+  lock_lost,
+};
+
+/// One event. Fields that do not apply to a kind are empty.
+struct client_event {
+  client_event_kind kind = client_event_kind::connected;
+  /// The server, as a URL without credentials (server_address::to_string()).
+  std::string server;
+  /// lock_lost: the lock's key; script_reloaded: the script's SHA1.
+  std::string object;
+  /// disconnected, connect_failed: why; lock_lost: errc::lock_lost.
+  std::error_code error;
+  /// What the client knows beyond the code: the server's error text, the step that failed, how
+  /// a hold was lost.
+  std::string detail;
+};
+
+/// The kind's name as written above ("connected", "lock_lost", ...).
+std::string_view to_string(client_event_kind kind);
+
+/// The event as one line of text without a trailing newline, such as
+/// "disconnected from redis://127.0.0.1:6379: connection lost (the server closed the
+/// connection)". Names and texts from the server are passed through as they are: a log that
+/// must stay one line per event escapes control characters itself.
+std::string describe(const client_event& event);
+
+}  // namespace rlock

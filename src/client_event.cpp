@@ -1,0 +1,57 @@
+#include "rlock/client_event.hpp"
+
+namespace rlock {
+
+std::string_view to_string(client_event_kind kind) {
+  switch (kind) {
+    case client_event_kind::connected:
+      return "connected";
+    case client_event_kind::disconnected:
+      return "disconnected";
+    case client_event_kind::connect_failed:
+      return "connect_failed";
+    case client_event_kind::master_switched:
+      return "master_switched";
+    case client_event_kind::topology_changed:
+      return "topology_changed";
+    case client_event_kind::script_reloaded:
+      return "script_reloaded";
+    case client_event_kind::lock_lost:
+      return "lock_lost";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// ": <error's message> (<detail>)", or as much of it as there is.
+std::string why(const client_event& e) {
+  std::string out;
+  if (e.error) out = ": " + e.error.message();
+  if (!e.detail.empty()) out += e.error ? " (" + e.detail + ")" : ": " + e.detail;
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const client_event& e) {
+  switch (e.kind) {
+    case client_event_kind::connected:
+      return "connected to " + e.server;
+    case client_event_kind::disconnected:
+      return "disconnected from " + e.server + why(e);
+    case client_event_kind::connect_failed:
+      return "cannot connect to " + e.server + why(e);
+    case client_event_kind::master_switched:
+      return "master moved to " + e.server + why(e);
+    case client_event_kind::topology_changed:
+      return "cluster slots changed" + why(e);
+    case client_event_kind::script_reloaded:
+      return "reloaded script " + e.object + " on " + e.server + why(e);
+    case client_event_kind::lock_lost:
+      return "lost lock '" + e.object + "'" + why(e);
+  }
+  return std::string(to_string(e.kind)) + why(e);
+}
+
+}  // namespace rlock
