@@ -16,6 +16,7 @@
 #include "rlock/fenced_lock.hpp"
 #include "rlock/read_write_lock.hpp"
 #include "rlock/semaphore.hpp"
+#include "support/event_recorder.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/replica_acks.hpp"
 #include "support/wait.hpp"
@@ -314,8 +315,10 @@ TEST(cluster, a_failover_moves_the_client_to_the_promoted_replica) {
   // fast_config's would be spent before it ends.
   cfg.retry_delay_base = 1000ms;
   cfg.retry_delay_max = 2000ms;
-  client c(cfg);
   client other(cfg);
+  event_recorder rec;
+  cfg.on_event = rec.handler();
+  client c(cfg);
   redis_server& dying = cluster.master(1);
   redis_server& heir = cluster.replica(1, 0);
   const auto names = names_served_by(cluster, dying, "failover-", 2);
@@ -352,6 +355,21 @@ TEST(cluster, a_failover_moves_the_client_to_the_promoted_replica) {
             << " ms, the waiter woken there at " << ms_since(killed) << " ms\n";
   EXPECT_EQ(heir.cli({"EXISTS", names[0]}), "0");
   EXPECT_TRUE(wait_until([&] { return c.status().connected; }, 10s)) << c.status().detail;
+  // config::on_event: the first scan's map, the dead master's link going down, and the move of
+  // its connections to the heir, which the map then names.
+  const auto mapped = rec.wait_for(client_event_kind::topology_changed, 1s);
+  ASSERT_TRUE(mapped) << rec.kinds();
+  EXPECT_EQ(mapped->detail, "3 masters serve the slots");
+  const auto down = rec.wait_for(
+      [&](const client_event& e) {
+        return e.kind == client_event_kind::disconnected && e.server == dying.url();
+      },
+      1s);
+  EXPECT_TRUE(down) << rec.kinds();
+  const auto moved = rec.wait_for(client_event_kind::master_switched, 1s);
+  ASSERT_TRUE(moved) << rec.kinds();
+  EXPECT_EQ(moved->server, heir.url());
+  EXPECT_GE(rec.count(client_event_kind::topology_changed), 2U) << rec.kinds();
 }
 
 /// Subscribers of a sharded channel on `node` (PUBSUB SHARDNUMSUB).

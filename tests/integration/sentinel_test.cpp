@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "support/event_recorder.hpp"
 #include "support/replica_acks.hpp"
 #include "support/wait.hpp"
 
@@ -198,7 +199,10 @@ TEST(sentinel, a_client_that_missed_the_announcement_moves_when_the_old_master_i
 TEST(sentinel, an_announced_switch_moves_the_client_before_the_old_master_is_demoted) {
   sentinel_group g;
   ASSERT_TRUE(g.wait_until_replica_known());
-  client c(g.client_config());
+  event_recorder rec;
+  config cfg = g.client_config();
+  cfg.on_event = rec.handler();
+  client c(cfg);
   auto l = c.get_lock("announced");
   ASSERT_TRUE(l.try_lock(10s, 20s));
   l.unlock_or_throw();
@@ -226,6 +230,17 @@ TEST(sentinel, an_announced_switch_moves_the_client_before_the_old_master_is_dem
   ASSERT_TRUE(on_new) << g.sentinel->log_tail();
   // The lock landed on the new master while the old one still took writes as a master.
   EXPECT_TRUE(old_role.starts_with("master")) << old_role << "\n" << g.sentinel->log_tail();
+  // config::on_event: the link was up on the master the Sentinel named, and the move was
+  // reported with the new master's address.
+  const auto up = rec.wait_for(client_event_kind::connected, 1s);
+  ASSERT_TRUE(up) << rec.kinds();
+  EXPECT_EQ(up->server, g.master->url());
+  const auto moved = rec.wait_for(client_event_kind::master_switched, 10s);
+  ASSERT_TRUE(moved) << rec.kinds();
+  EXPECT_EQ(moved->server, g.replica->url());
+  EXPECT_NE(moved->detail.find("a Sentinel announced that master 'mymaster' is now at"),
+            std::string::npos)
+      << moved->detail;
 }
 
 TEST(sentinel, a_master_name_no_sentinel_knows_fails_with_that_reason) {
