@@ -39,7 +39,9 @@ std::string describe(const client_event& e) {
     case client_event_kind::connected:
       return "connected to " + e.server;
     case client_event_kind::disconnected:
-      return "disconnected from " + e.server + why(e);
+      // The code is connection_lost as a rule, whose message speaks of a request's outcome: the
+      // detail (how the link ended) says more.
+      return "disconnected from " + e.server + (e.detail.empty() ? why(e) : ": " + e.detail);
     case client_event_kind::connect_failed:
       return "cannot connect to " + e.server + why(e);
     case client_event_kind::master_switched:

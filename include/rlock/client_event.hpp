@@ -74,10 +74,12 @@ struct client_event {
 /// The kind's name as written above ("connected", "lock_lost", ...).
 std::string_view to_string(client_event_kind kind);
 
-/// The event as one line of text without a trailing newline, such as
-/// "disconnected from redis://127.0.0.1:6379: connection lost (the server closed the
-/// connection)". Names and texts from the server are passed through as they are: a log that
-/// must stay one line per event escapes control characters itself.
+/// The event as one line of text without a trailing newline, such as "connected to
+/// redis://127.0.0.1:6379", "disconnected from redis://127.0.0.1:6379: server closed the
+/// connection" or "cannot connect to redis://127.0.0.1:6379: authentication failed (wrong
+/// password or unknown user) (WRONGPASS invalid username-password pair ...)". Names and texts
+/// from the server are passed through as they are: a log that must stay one line per event
+/// escapes control characters itself.
 std::string describe(const client_event& event);
 
 }  // namespace rlock

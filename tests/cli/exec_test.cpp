@@ -299,6 +299,26 @@ TEST(cli_exec, the_progress_line_escapes_control_characters_of_the_holder) {
   }
 }
 
+// --verbose logs the client's events: here the command itself closes rlock's connections on the
+// server; rlock reconnects by itself, keeps the lock and releases it, and says so.
+TEST(cli_exec, verbose_logs_a_dropped_connection_and_the_reconnect) {
+  redis_server server;
+  const auto r =
+      run_rlock({"exec", "events", "--url", server.url(), "--verbose", "--", "redis-cli", "-p",
+                 std::to_string(server.port()), "CLIENT", "KILL", "TYPE", "normal"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string up = "rlock: connected to " + server.url() + "\n";
+  const auto first = r.err.find(up);
+  const auto down = r.err.find("rlock: disconnected from " + server.url() + ": ");
+  ASSERT_NE(first, std::string::npos) << r.err;
+  ASSERT_NE(down, std::string::npos) << r.err;
+  EXPECT_LT(first, down) << r.err;
+  // The release went out on the new connection, which was reported before rlock shut down.
+  EXPECT_NE(r.err.find(up, down), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rlock: released lock 'events'"), std::string::npos) << r.err;
+  EXPECT_EQ(server.cli({"EXISTS", "events"}), "0");
+}
+
 TEST(cli_exec, wait_expiry_exits_75_without_running_the_command) {
   redis_server server;
   temp_dir dir("rlock-cli");

@@ -1,11 +1,12 @@
 // client_event's text: each kind's name and its one-line description, with and without an
 // error code and a detail.
+#include "rlock/client_event.hpp"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
-#include "rlock/client_event.hpp"
 #include "rlock/error.hpp"
 
 namespace rlock {
@@ -40,7 +41,14 @@ TEST(client_event, describe_gives_the_server_the_code_and_the_detail) {
                       .detail = "WRONGPASS invalid username-password pair"}),
             "cannot connect to " + url + ": " + refused.message() +
                 " (WRONGPASS invalid username-password pair)");
+  // A drop: how the link ended, rather than connection_lost's words on a request's outcome.
   const std::error_code lost = make_error_code(errc::connection_lost);
+  EXPECT_EQ(describe({.kind = client_event_kind::disconnected,
+                      .server = url,
+                      .object = {},
+                      .error = lost,
+                      .detail = "server closed the connection"}),
+            "disconnected from " + url + ": server closed the connection");
   EXPECT_EQ(describe({.kind = client_event_kind::disconnected,
                       .server = url,
                       .object = {},

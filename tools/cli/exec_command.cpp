@@ -56,7 +56,9 @@ constexpr const char* exec_footer =
     "credentials.\n"
     "\n"
     "While waiting, a status line on a terminal's stderr shows the holder, its TTL and the time\n"
-    "waited; with --verbose also when stderr is not a terminal (one line every 5 s).\n"
+    "waited; with --verbose also when stderr is not a terminal (one line every 5 s). --verbose\n"
+    "also logs the client's events on stderr: a server connected, disconnected or refusing\n"
+    "connects (with the reason), a master switch, a script reloaded, the lock lost.\n"
     "\n"
     "Shared and exclusive (as flock -s and -x): --shared takes the read half of Redisson's\n"
     "RReadWriteLock NAME (readers share it), --exclusive its write half (alone). Use one kind\n"
@@ -206,12 +208,25 @@ CLI::App* add_exec_command(CLI::App& app, exec_options& opts) {
   return sub;
 }
 
+namespace {
+
+// --verbose: the client's events (config::on_event), one line each on stderr. On a terminal the
+// line starts by erasing the status line, which the next update draws again.
+void log_event(const rlock::client_event& e) {
+  static const bool terminal = progress_mode_for(false) == progress_mode::terminal;
+  write_stderr(std::string(terminal ? "\r\x1b[K" : "") + "rlock: " + printable(rlock::describe(e)) +
+               "\n");
+}
+
+}  // namespace
+
 int run_exec(const exec_options& o) {
   const std::optional<int> loss_signal = parse_signal(o.on_loss);
   if (!loss_signal) throw usage_error("--on-loss: unknown signal '" + o.on_loss + "'");
   if (o.command.empty()) throw usage_error("no command given (rlock exec NAME -- CMD [ARGS...])");
   if (o.name.empty()) throw usage_error("the lock name must not be empty");
   rlock::config cfg = make_config(o.connection);
+  if (o.verbose) cfg.on_event = log_event;
   if (o.watchdog_timeout) {
     if (*o.watchdog_timeout < milliseconds(3))
       throw usage_error("--watchdog-timeout must be at least 3ms");
