@@ -1,4 +1,5 @@
-// The intro example: connect, run a Redisson-format lock script, and show what it wrote.
+// The intro example: connect (logging the client's events), run a Redisson-format lock script,
+// and show what it wrote.
 //
 //   rlock_intro [redis://host:port]
 //
@@ -28,6 +29,11 @@ int main(int argc, char** argv) try {
     std::cout << "started a throwaway redis-server at " << server.url() << "\n";
   rlock::config cfg;
   cfg.address = server.url();
+  // The client's events, for a log: "event: connected to redis://...". Called on the client's
+  // I/O thread, so it must not block (client_event.hpp, config::on_event).
+  cfg.on_event = [](const rlock::client_event& e) {
+    std::clog << "event: " << rlock::describe(e) << "\n";
+  };
   rlock::client client(cfg);
   std::cout << "client id " << client.id() << "\n";
   std::cout << "PING -> " << client.execute({"PING"}).to_string() << "\n";

@@ -43,10 +43,12 @@ enum class client_event_kind {
   /// also reported once when the first scan has settled. `detail` says how many masters serve
   /// the slots.
   topology_changed,
-  /// `server` did not have a script (SCRIPT FLUSH, a restart, a failover to a server that never
-  /// loaded it: NOSCRIPT), so the request was sent again with the script's text, which loads
-  /// it; nothing had run. `object` is the script's SHA1 (one event per script and server that
-  /// lost it; requests racing the reload may add one each).
+  /// `server` did not have one of the library's scripts, which every connection loads as it
+  /// connects (SCRIPT FLUSH, a restart, a failover to a server that never loaded it: NOSCRIPT),
+  /// so the request was sent again with the script's text, which loads it; nothing had run.
+  /// `object` is the script's SHA1 (one event per script and server that lost it; requests
+  /// racing the reload may add one each). Not reported for a caller's own scripts
+  /// (client::eval), which meet NOSCRIPT on first use anyway.
   script_reloaded,
   /// A hold that the client renews or watches (reentrant, fair, spin and fenced locks, and the
   /// read-write lock's holds) is no longer held: a renewal found the lock no longer this

@@ -62,7 +62,8 @@
 //   - The holder learns of a loss: loss_token() is stopped when renewal finds the owner field
 //     gone (expired, deleted, force-unlocked), or when renewal could not reach Redis before
 //     valid_until(), the lease's local deadline on steady_clock. Past valid_until() the holder
-//     must assume another client may hold the lock.
+//     must assume another client may hold the lock. The same loss reaches config::on_event as
+//     client_event_kind::lock_lost (for logs; the holder acts on its token).
 //   - A pause of the holder (GC, SIGSTOP) shorter than the lease does not lose the lock; a
 //     longer one does, and is reported through loss_token() once the holder runs again.
 //   - A Redis failover can lose a lock that was not yet replicated (Redis replication is

@@ -67,7 +67,10 @@ core::core(config cfg, const std::vector<const script*>& scripts)
   opts.reconnect_delay_max = cfg_.reconnect_delay_max;
   opts.ping_interval = cfg_.ping_connection_interval;
   opts.ping_timeout = cfg_.timeout;
-  for (const script* s : scripts) opts.scripts.emplace_back(s->text());
+  for (const script* s : scripts) {
+    opts.scripts.emplace_back(s->text());
+    loaded_sha1s_.emplace(s->sha1());
+  }
   if (!seeds.empty()) {
     // Cluster mode may publish sharded: each script that publishes has a twin that SPUBLISHes
     // instead (the same keys, arguments and replies), loaded beside it.
@@ -79,7 +82,9 @@ core::core(config cfg, const std::vector<const script*>& scripts)
         text.replace(at, classic.size(), "redis.call('spublish', ");
       }
       opts.scripts.push_back(text);
-      sharded_twins_.emplace(s, std::make_unique<script>(std::move(text)));
+      auto twin = std::make_unique<script>(std::move(text));
+      loaded_sha1s_.emplace(twin->sha1());
+      sharded_twins_.emplace(s, std::move(twin));
     }
     cluster_ = std::make_shared<cluster_router>(
         io_,

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "detail/cluster_router.hpp"
@@ -166,6 +167,9 @@ class core : public std::enable_shared_from_this<core> {
   std::unique_ptr<spent_keys> spent_;
   std::unique_ptr<node> node_;  // null in Cluster mode
   std::shared_ptr<cluster_router> cluster_;
+  // The SHA1s of the scripts every connection loads as it connects (the library's, and their
+  // sharded twins): a NOSCRIPT for one of them means the server lost it (client_event).
+  std::unordered_set<std::string> loaded_sha1s_;
   // Cluster mode: each publishing script's twin that SPUBLISHes instead.
   std::unordered_map<const script*, std::unique_ptr<script>> sharded_twins_;
   // Sentinel mode: hears the Sentinels announce a new master (null otherwise).

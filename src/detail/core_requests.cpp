@@ -201,7 +201,9 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   if (res.ec && a->from_script && !a->noscript_retried && res.detail.starts_with("NOSCRIPT")) {
     // The server lost the script (SCRIPT FLUSH, restart, failover): nothing ran. Send the text.
     a->noscript_retried = true;
-    if (events_->wanted()) {
+    // Reported for the scripts every connection loads as it connects: a user's script meets
+    // NOSCRIPT the first time anyway.
+    if (events_->wanted() && loaded_sha1s_.contains(std::string(a->via_script->sha1()))) {
       events_->emit({.kind = client_event_kind::script_reloaded,
                      .server = a->sent_to != nullptr ? a->sent_to->server() : std::string(),
                      .object = std::string(a->via_script->sha1()),

@@ -27,7 +27,7 @@
 //   comes after that of an acquire sent later, which may have set a shorter lease). When the
 //   renewal script reports the owner field gone, or when valid_until passes without a successful
 //   renewal (Redis unreachable, paused), the hold is lost: it leaves the watchdog and its loss
-//   callback runs once.
+//   callback runs once (and config::on_event hears client_event_kind::lock_lost, with how).
 // - Holds taken with an explicit lease are not renewed, but their loss is still reported when
 //   the lease runs out. A re-entry resets the server's TTL to its own lease (Redisson's script):
 //   the hold's deadline follows it, and a re-entry under the watchdog starts renewal.

@@ -108,6 +108,9 @@ TEST(client_events, a_flushed_script_cache_is_reported_with_the_script) {
   auto l = c.get_lock("events-script");
   l.lock();
   l.unlock_or_throw();
+  // A caller's own script meets NOSCRIPT on its first use: that is no reload, and not reported.
+  const script own{"return 'own'"};
+  EXPECT_EQ(c.eval(own, {}, {}).str(), "own");
   EXPECT_EQ(rec.count(client_event_kind::script_reloaded), 0U) << rec.kinds();
   server.cli({"SCRIPT", "FLUSH"});
   l.lock();  // NOSCRIPT, then the acquire script's text
@@ -115,6 +118,7 @@ TEST(client_events, a_flushed_script_cache_is_reported_with_the_script) {
   ASSERT_TRUE(reloaded) << rec.kinds();
   EXPECT_EQ(reloaded->server, server.url());
   ASSERT_EQ(reloaded->object.size(), 40U);
+  EXPECT_NE(reloaded->object, own.sha1());
   // The script the event names is loaded on the server again.
   EXPECT_EQ(server.cli({"SCRIPT", "EXISTS", reloaded->object}), "1");
   l.unlock_or_throw();
