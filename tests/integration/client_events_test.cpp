@@ -7,6 +7,7 @@
 #include <atomic>
 #include <future>
 #include <string>
+#include <utility>
 
 #include "common.hpp"
 #include "support/client_list.hpp"
@@ -29,14 +30,25 @@ long long connections_received(const redis_server& server) {
   return std::stoll(info.substr(info.find(field) + field.size()));
 }
 
+/// A config for `server` whose events go to `rec`.
+config recorded_config(const redis_server& server, event_recorder& rec) {
+  config cfg = config_for(server);
+  cfg.on_event = rec.handler();
+  return cfg;
+}
+
+/// recorded_config() with `pool` command connections, named `name` on the server.
+config pooled_config(const redis_server& server, event_recorder& rec, std::string name, int pool) {
+  config cfg = recorded_config(server, rec);
+  cfg.client_name = std::move(name);
+  cfg.connection_pool_size = pool;
+  return cfg;
+}
+
 TEST(client_events, one_connected_for_a_pool_and_none_for_shutdown) {
   redis_server server;
   event_recorder rec;
-  config cfg = config_for(server);
-  cfg.client_name = "events-pool";
-  cfg.connection_pool_size = 3;
-  cfg.on_event = rec.handler();
-  client c(cfg);
+  client c(pooled_config(server, rec, "events-pool", 3));
   const auto up = rec.wait_for(client_event_kind::connected, 10s);
   ASSERT_TRUE(up) << rec.kinds();
   EXPECT_EQ(up->server, server.url());
@@ -53,11 +65,7 @@ TEST(client_events, one_connected_for_a_pool_and_none_for_shutdown) {
 TEST(client_events, a_dropped_link_is_reported_down_and_up_again) {
   redis_server server;
   event_recorder rec;
-  config cfg = config_for(server);
-  cfg.client_name = "events-drop";
-  cfg.connection_pool_size = 2;
-  cfg.on_event = rec.handler();
-  client c(cfg);
+  client c(pooled_config(server, rec, "events-drop", 2));
   ASSERT_TRUE(rec.wait_for(client_event_kind::connected, 10s));
   ASSERT_TRUE(wait_until([&] { return connections_of(server, "events-drop") == 2 + 1; }, 10s));
   // All closed by the server (the pub/sub one too: it has no subscription).
@@ -77,9 +85,8 @@ TEST(client_events, a_dropped_link_is_reported_down_and_up_again) {
 TEST(client_events, a_refused_password_is_reported_once_and_the_fix_is_seen) {
   redis_server server(server_options{.requirepass = "right"});
   event_recorder rec;
-  config cfg = config_for(server);
+  config cfg = recorded_config(server, rec);
   cfg.password = "wrong";
-  cfg.on_event = rec.handler();
   const long long before = connections_received(server);
   client c(cfg);
   const auto refused = rec.wait_for(client_event_kind::connect_failed, 10s);
@@ -102,9 +109,7 @@ TEST(client_events, a_refused_password_is_reported_once_and_the_fix_is_seen) {
 TEST(client_events, a_flushed_script_cache_is_reported_with_the_script) {
   redis_server server;
   event_recorder rec;
-  config cfg = config_for(server);
-  cfg.on_event = rec.handler();
-  client c(cfg);
+  client c(recorded_config(server, rec));
   auto l = c.get_lock("events-script");
   l.lock();
   l.unlock_or_throw();
@@ -127,9 +132,8 @@ TEST(client_events, a_flushed_script_cache_is_reported_with_the_script) {
 TEST(client_events, a_hold_deleted_under_its_holder_is_reported_lost) {
   redis_server server;
   event_recorder rec;
-  config cfg = config_for(server);
+  config cfg = recorded_config(server, rec);
   cfg.lock_watchdog_timeout = 300ms;
-  cfg.on_event = rec.handler();
   client c(cfg);
   auto l = c.get_lock("events-deleted");
   l.lock();
@@ -148,10 +152,9 @@ TEST(client_events, a_hold_deleted_under_its_holder_is_reported_lost) {
 TEST(client_events, a_lease_that_runs_out_and_a_paused_server_are_reported) {
   redis_server server;
   event_recorder rec;
-  config cfg = config_for(server);
+  config cfg = recorded_config(server, rec);
   cfg.lock_watchdog_timeout = 600ms;
   cfg.timeout = 200ms;
-  cfg.on_event = rec.handler();
   client c(cfg);
   auto leased = c.get_lock("events-leased");
   ASSERT_TRUE(leased.try_lock(0ms, 200ms));
