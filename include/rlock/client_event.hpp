@@ -50,12 +50,13 @@ enum class client_event_kind {
   /// racing the reload may add one each). Not reported for a caller's own scripts
   /// (client::eval), which meet NOSCRIPT on first use anyway.
   script_reloaded,
-  /// A hold that the client renews or watches (reentrant, fair, spin and fenced locks, and the
-  /// read-write lock's holds) is no longer held: a renewal found the lock no longer this
-  /// owner's (deleted, expired, force-unlocked, lost in a failover), or its lease ended with no
-  /// successful renewal (the server unreachable or paused), or a lease given explicitly ran
-  /// out while the owner still held it. `object` is the lock's key (after
-  /// config::name_mapper), `error` errc::lock_lost. The holder's loss_token() is stopped too.
+  /// A hold that the client renews or watches (reentrant, fair, spin and fenced locks, the
+  /// read-write lock's holds, and a permit that a permit_keeper keeps) is no longer held: a
+  /// renewal found it no longer this owner's (deleted, expired, force-unlocked, released by
+  /// another, lost in a failover), or its lease ended with no successful renewal (the server
+  /// unreachable or paused), or a lease given explicitly ran out while the owner still held
+  /// it. `object` is the lock's (or the semaphore's) key, after config::name_mapper; `error`
+  /// errc::lock_lost; `detail` which of these it was. The holder's loss_token() is stopped too.
   lock_lost,
 };
 

@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/core.hpp"
 #include "detail/expirable_semaphore_ops.hpp"
 #include "rlock/error.hpp"
 
@@ -16,13 +17,23 @@ permit_keeper_op::permit_keeper_op(std::shared_ptr<expirable_semaphore_service> 
       raw_name_(std::move(raw_name)),
       id_(std::move(permit_bytes)),
       lease_arg_(expirable_lease_arg(lease)),
+      renew_(renew),
       timer_(svc_->engine()->io()),
       protocol_(lease, renew, valid_until) {}
+
+namespace {
+
+// How a kept permit is lost, for config::on_event.
+constexpr const char* permit_found_gone = "a renewal found the permit gone";
+constexpr const char* permit_unrenewed = "its lease ended with no successful renewal";
+constexpr const char* permit_ran_out = "its lease ran out while it was held";
+
+}  // namespace
 
 void permit_keeper_op::start() {
   std::unique_lock lk(mu_);
   if (stopped_) return;
-  advance(lk, protocol_.next(clock::now()));
+  advance(lk, protocol_.next(clock::now()), renew_ ? permit_unrenewed : permit_ran_out);
 }
 
 void permit_keeper_op::stop() {
@@ -50,12 +61,21 @@ clock::time_point permit_keeper_op::valid_until() const {
   return protocol_.valid_until();
 }
 
-void permit_keeper_op::advance(std::unique_lock<std::mutex>& lk, action a) {
+void permit_keeper_op::advance(std::unique_lock<std::mutex>& lk, action a, const char* how) {
   const std::uint64_t generation = ++generation_;
   switch (a.what) {
-    case permit_renewal::step::lost:
+    case permit_renewal::step::lost: {
       lose(lk);
+      event_sink& events = svc_->engine()->events();
+      if (events.wanted()) {
+        events.emit({.kind = client_event_kind::lock_lost,
+                     .server = {},
+                     .object = raw_name_,
+                     .error = make_error_code(errc::lock_lost),
+                     .detail = how});
+      }
       return;
+    }
     case permit_renewal::step::wait:
     case permit_renewal::step::renew:
       // A wait, or a renewal's bound: past it, its answer would come too late to matter.
@@ -77,7 +97,7 @@ void permit_keeper_op::advance(std::unique_lock<std::mutex>& lk, action a) {
 void permit_keeper_op::on_timer(std::uint64_t generation) {
   std::unique_lock lk(mu_);
   if (stopped_ || generation != generation_) return;
-  advance(lk, protocol_.next(clock::now()));
+  advance(lk, protocol_.next(clock::now()), renew_ ? permit_unrenewed : permit_ran_out);
 }
 
 void permit_keeper_op::on_answer(std::uint64_t generation, std::error_code ec, std::int64_t held) {
@@ -87,7 +107,8 @@ void permit_keeper_op::on_answer(std::uint64_t generation, std::error_code ec, s
     lose(lk);
     return;
   }
-  advance(lk, protocol_.on_reply(clock::now(), static_cast<bool>(ec), held == 1));
+  advance(lk, protocol_.on_reply(clock::now(), static_cast<bool>(ec), held == 1),
+          !ec && held != 1 ? permit_found_gone : permit_unrenewed);
 }
 
 void permit_keeper_registry::start(const std::shared_ptr<permit_keeper_op>& op) {

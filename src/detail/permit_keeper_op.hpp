@@ -49,8 +49,9 @@ class permit_keeper_op : public std::enable_shared_from_this<permit_keeper_op> {
 
  private:
   using action = permit_renewal::action;
-  // Carries out `a`; called with lk held, returns with it released.
-  void advance(std::unique_lock<std::mutex>& lk, action a);
+  // Carries out `a`; called with lk held, returns with it released. `how`: what a loss that
+  // `a` may be would mean (config::on_event's lock_lost).
+  void advance(std::unique_lock<std::mutex>& lk, action a, const char* how);
   void on_timer(std::uint64_t generation);
   void on_answer(std::uint64_t generation, std::error_code ec, std::int64_t held);
   // Stops renewing and stops the loss token; called with lk held, returns with it released.
@@ -60,6 +61,7 @@ class permit_keeper_op : public std::enable_shared_from_this<permit_keeper_op> {
   std::string raw_name_;
   std::string id_;
   std::string lease_arg_;
+  bool renew_;
   mutable std::mutex mu_;
   asio::steady_timer timer_;
   permit_renewal protocol_;

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "common.hpp"
+#include "support/event_recorder.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -39,6 +40,22 @@ class stop_watch {
   std::optional<steady::time_point> at_;
   std::stop_callback<std::function<void()>> on_stop_;  // last: its callback uses the others
 };
+
+/// A config for `server` whose events go to `rec`.
+config recording_config(const redis_server& server, event_recorder& rec) {
+  config cfg = config_for(server);
+  cfg.on_event = rec.handler();
+  return cfg;
+}
+
+/// Expects that `rec` has heard the loss of a permit of semaphore `name`, as `how`.
+void expect_permit_lost(event_recorder& rec, const std::string& name, const std::string& how) {
+  const auto lost = rec.wait_for(client_event_kind::lock_lost, 1s);
+  ASSERT_TRUE(lost) << rec.kinds();
+  EXPECT_EQ(lost->object, name);
+  EXPECT_EQ(lost->error, errc::lock_lost);
+  EXPECT_EQ(lost->detail, how);
+}
 
 permit_expirable_semaphore one_permit(client& c, const std::string& name) {
   auto s = c.get_permit_expirable_semaphore(name);
@@ -77,7 +94,8 @@ TEST(permit_keeper, a_kept_permit_outlives_many_leases) {
 // of the lease later, finds it gone and stops the token, long before the lease would have ended.
 TEST(permit_keeper, a_permit_taken_away_is_reported_by_the_next_renewal) {
   redis_server server;
-  client c(config_for(server));
+  event_recorder rec;
+  client c(recording_config(server, rec));
   auto s = one_permit(c, "taken");
   const auto id = s.try_acquire(3s);
   ASSERT_TRUE(id.has_value());
@@ -90,6 +108,7 @@ TEST(permit_keeper, a_permit_taken_away_is_reported_by_the_next_renewal) {
   ASSERT_TRUE(at.has_value()) << "never told";
   EXPECT_LT(ms_between(gone, *at), 2500) << "the renewal a third of the lease on finds it gone";
   EXPECT_FALSE(keeper.release()) << "not the holder's any more";
+  expect_permit_lost(rec, "taken", "a renewal found the permit gone");
 }
 
 // A server that answers nothing (SIGSTOP): no renewal is confirmed, and the token stops when
@@ -97,7 +116,8 @@ TEST(permit_keeper, a_permit_taken_away_is_reported_by_the_next_renewal) {
 // be given to anyone else).
 TEST(permit_keeper, a_paused_server_ends_the_permit_at_its_bound) {
   redis_server server;
-  client c(config_for(server));
+  event_recorder rec;
+  client c(recording_config(server, rec));
   auto s = one_permit(c, "paused");
   const auto id = s.try_acquire(900ms);
   ASSERT_TRUE(id.has_value());
@@ -110,13 +130,15 @@ TEST(permit_keeper, a_paused_server_ends_the_permit_at_its_bound) {
   const steady::time_point bound = keeper.valid_until();
   EXPECT_GE(*at, bound) << "not before the bound";
   EXPECT_LT(ms_between(bound, *at), 500) << "the bound's own timer";
+  expect_permit_lost(rec, "paused", "its lease ended with no successful renewal");
 }
 
 // renewal::off: a fixed lease, watched. Nothing is sent; the token stops at the bound and the
 // permit is reclaimed after its lease.
 TEST(permit_keeper, without_renewal_the_lease_is_only_watched) {
   redis_server server;
-  client c(config_for(server));
+  event_recorder rec;
+  client c(recording_config(server, rec));
   auto s = one_permit(c, "watched");
   const steady::time_point before = steady::now();
   const auto id = s.try_acquire(400ms);
@@ -129,6 +151,7 @@ TEST(permit_keeper, without_renewal_the_lease_is_only_watched) {
   EXPECT_GE(*at, before + 400ms);
   EXPECT_EQ(calls_of(server, "evalsha"), scripts) << "nothing sent";
   EXPECT_TRUE(wait_until([&] { return s.available_permits() == 1; }, 5s));
+  expect_permit_lost(rec, "watched", "its lease ran out while it was held");
 }
 
 // stop() (and the destructor) ends the renewal without telling anything: the permit keeps the
