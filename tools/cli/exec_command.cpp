@@ -202,7 +202,8 @@ CLI::App* add_exec_command(CLI::App& app, exec_options& opts) {
   exclusive->excludes(shared)->excludes(fenced)->excludes(spin)->excludes(fair);
   spin->excludes(fair);
   sub->add_flag("-v,--verbose", opts.verbose,
-                "Report progress on stderr also when it is not a terminal");
+                "Report progress on stderr also when it is not a terminal, and log the "
+                "client's events there (connects, drops, failovers, a lost lock)");
   add_connection_options(*sub, opts.connection);
   sub->footer(exec_footer);
   return sub;
