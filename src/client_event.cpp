@@ -43,7 +43,8 @@ std::string describe(const client_event& e) {
       // detail (how the link ended) says more.
       return "disconnected from " + e.server + (e.detail.empty() ? why(e) : ": " + e.detail);
     case client_event_kind::connect_failed:
-      return "cannot connect to " + e.server + why(e);
+      // No server: none was named to try (Sentinel mode); the detail says why.
+      return (e.server.empty() ? "cannot connect" : "cannot connect to " + e.server) + why(e);
     case client_event_kind::master_switched:
       return "master moved to " + e.server + why(e);
     case client_event_kind::topology_changed:

@@ -32,8 +32,10 @@ enum class client_event_kind {
   disconnected,
   /// An attempt to connect to `server` failed while none of the client's command connections
   /// to it is set up (`error`, `detail`: why, e.g. errc::auth_failed and the server's text).
-  /// Reported when the reason differs from the last one reported since `connected`: a wrong
-  /// password or a refused port is reported once, not at each retry of the back-off.
+  /// Reported when the error code differs from the last one reported since `connected`: a
+  /// wrong password or a refused port is reported once, not at each retry of the back-off.
+  /// In Sentinel mode, `server` is empty when no Sentinel named the master (`detail` gives
+  /// each Sentinel's reason).
   connect_failed,
   /// The client's connections to one server move to another: a Sentinel announced a new
   /// master, or in Cluster mode a replica took a dead master's slots. `server` is the new

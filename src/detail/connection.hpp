@@ -209,7 +209,12 @@ class connection : public std::enable_shared_from_this<connection> {
   std::optional<std::string> not_master(const exec_result& role) const;
   void on_transport_connected(std::uint64_t gen, std::error_code ec, std::string detail);
   void send_setup(std::uint64_t gen);
-  void setup_failed(std::uint64_t gen, std::error_code ec, std::string detail);
+  // How a failed connect reads in handlers::on_link: a failure at opts_.address; no address
+  // to try (no Sentinel named the master: the report names no server); or not reported (a
+  // connect abandoned for a move, which is no failure).
+  enum class failure_report { at_address, no_address, none };
+  void setup_failed(std::uint64_t gen, std::error_code ec, std::string detail,
+                    failure_report report = failure_report::at_address);
   void become_ready(std::uint64_t gen);
   void start_write_locked(std::unique_lock<std::mutex>& lk);
   void on_written(std::uint64_t gen, std::error_code ec);

@@ -184,7 +184,8 @@ void connection::send_setup(std::uint64_t gen) {
                          });
 }
 
-void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string detail) {
+void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string detail,
+                              failure_report report) {
   completions done;
   {
     std::lock_guard lk(mu_);
@@ -214,11 +215,12 @@ void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string
     schedule_reconnect_locked();
   }
   run(done);
-  if (handlers_.on_link) {
-    handlers_.on_link({.what = link_report::change::connect_failed,
-                       .server = opts_.address.to_string(),
-                       .error = ec,
-                       .detail = std::move(detail)});
+  if (handlers_.on_link && report != failure_report::none) {
+    handlers_.on_link(
+        {.what = link_report::change::connect_failed,
+         .server = report == failure_report::at_address ? opts_.address.to_string() : std::string(),
+         .error = ec,
+         .detail = std::move(detail)});
   }
 }
 

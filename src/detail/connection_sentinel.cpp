@@ -96,7 +96,7 @@ void connection::on_sentinel_answer(std::uint64_t gen, std::size_t tried,
     detail += failures[i];
   }
   detail += ")";
-  setup_failed(gen, ec, std::move(detail));
+  setup_failed(gen, ec, std::move(detail), failure_report::no_address);
 }
 
 void connection::master_switched(std::string host, std::uint16_t port, std::string detail) {
@@ -134,7 +134,8 @@ void connection::master_switched(std::string host, std::uint16_t port, std::stri
         std::lock_guard lk(self->mu_);
         self->failures_ = 0;
       }
-      self->setup_failed(gen, make_error_code(errc::not_connected), std::move(detail));
+      self->setup_failed(gen, make_error_code(errc::not_connected), std::move(detail),
+                         failure_report::none);
     } else if (now == state::backoff) {
       bool connect_now = false;
       {

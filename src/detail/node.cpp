@@ -12,7 +12,7 @@ namespace rlock::detail {
 // A node's link, as its events tell it: up while any of its command connections is set up. Each
 // connection reports its own changes (connection::handlers::on_link); this turns them into the
 // node's: `connected` when the first one is up, `disconnected` when the last one up drops, and
-// `connect_failed` while none is up, once per reason (the back-off retries each connection
+// `connect_failed` while none is up, once per error code (the back-off retries each connection
 // every few seconds at most, with the same failure as a rule).
 class node::link_events {
  public:
@@ -41,8 +41,8 @@ class node::link_events {
           e.kind = client_event_kind::disconnected;
           break;
         case link_report::change::connect_failed:
-          if (up_ > 0 || last_failure_ == std::make_pair(r.error, r.detail)) return;
-          last_failure_.emplace(r.error, r.detail);
+          if (up_ > 0 || last_failure_ == r.error) return;
+          last_failure_ = r.error;
           e.kind = client_event_kind::connect_failed;
           break;
       }
@@ -70,8 +70,9 @@ class node::link_events {
   mutable std::mutex mu_;
   std::string server_;
   int up_ = 0;  // command connections set up
-  // The last connect failure reported since the link was last up.
-  std::optional<std::pair<std::error_code, std::string>> last_failure_;
+  // The code of the last connect failure reported since the link was last up (details vary
+  // from try to try: a timeout's step, a TLS library's text).
+  std::optional<std::error_code> last_failure_;
 };
 
 node::node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,

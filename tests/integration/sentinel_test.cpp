@@ -245,9 +245,11 @@ TEST(sentinel, an_announced_switch_moves_the_client_before_the_old_master_is_dem
 
 TEST(sentinel, a_master_name_no_sentinel_knows_fails_with_that_reason) {
   sentinel_group g;
+  event_recorder rec;
   config cfg = g.client_config();
   cfg.master_name = "no-such-master";
   cfg.retry_attempts = 1;
+  cfg.on_event = rec.handler();
   client c(cfg);
   auto l = c.get_lock("x");
   try {
@@ -258,6 +260,12 @@ TEST(sentinel, a_master_name_no_sentinel_knows_fails_with_that_reason) {
               std::string::npos)
         << e.what();
   }
+  // config::on_event: the connect failed with no server to name; the detail says why.
+  const auto failed = rec.wait_for(client_event_kind::connect_failed, 1s);
+  ASSERT_TRUE(failed) << rec.kinds();
+  EXPECT_EQ(failed->server, "");
+  EXPECT_NE(failed->detail.find("monitors no master named 'no-such-master'"), std::string::npos)
+      << failed->detail;
 }
 
 TEST(sentinel, no_sentinel_up_fails_within_the_wait_and_names_them) {

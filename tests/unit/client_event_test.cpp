@@ -41,6 +41,13 @@ TEST(client_event, describe_gives_the_server_the_code_and_the_detail) {
                       .detail = "WRONGPASS invalid username-password pair"}),
             "cannot connect to " + url + ": " + refused.message() +
                 " (WRONGPASS invalid username-password pair)");
+  EXPECT_EQ(describe({.kind = client_event_kind::connect_failed,
+                      .server = {},
+                      .object = {},
+                      .error = make_error_code(errc::server_error),
+                      .detail = "no Sentinel named the address of master 'm'"}),
+            "cannot connect: " + make_error_code(errc::server_error).message() +
+                " (no Sentinel named the address of master 'm')");
   // A drop: how the link ended, rather than connection_lost's words on a request's outcome.
   const std::error_code lost = make_error_code(errc::connection_lost);
   EXPECT_EQ(describe({.kind = client_event_kind::disconnected,
