@@ -16,8 +16,8 @@ namespace rlock::detail {
 // every few seconds at most, with the same failure as a rule).
 class node::link_events {
  public:
-  link_events(std::shared_ptr<event_sink> sink, std::string server)
-      : sink_(std::move(sink)), server_(std::move(server)) {}
+  link_events(std::shared_ptr<event_sink> sink, server_address address)
+      : sink_(std::move(sink)), address_(std::move(address)), server_(address_.to_string()) {}
 
   /// Where the node's connections are, as last known (set up there, or moved there).
   std::string server() const {
@@ -53,13 +53,18 @@ class node::link_events {
     sink_->emit(std::move(e));
   }
 
-  void master_switched(const std::string& server, std::string detail) {
+  /// The connections move to `host`:`port` (reached with the address's scheme).
+  void master_switched(const std::string& host, std::uint16_t port, std::string detail) {
+    server_address to = address_;
+    to.host = host;
+    to.port = port;
+    std::string server = to.to_string();
     {
       std::lock_guard lk(mu_);
       server_ = server;
     }
     sink_->emit({.kind = client_event_kind::master_switched,
-                 .server = server,
+                 .server = std::move(server),
                  .object = {},
                  .error = {},
                  .detail = std::move(detail)});
@@ -67,6 +72,7 @@ class node::link_events {
 
  private:
   std::shared_ptr<event_sink> sink_;
+  const server_address address_;  // the node's, for its scheme and database
   mutable std::mutex mu_;
   std::string server_;
   int up_ = 0;  // command connections set up
@@ -79,9 +85,8 @@ node::node(asio::io_context& io, const connection_options& opts, int pool_size, 
            int synced_pool_size, std::shared_ptr<event_sink> events) {
   connection::handlers h;
   if (events && events->wanted()) {
-    link_events_ = std::make_shared<link_events>(std::move(events), opts.address.to_string());
+    link_events_ = std::make_shared<link_events>(std::move(events), opts.address);
     h.on_link = [l = link_events_](const link_report& r) { l->report(r); };
-    address_ = opts.address;
   }
   for (int i = 0; i < std::max(1, pool_size); ++i) {
     conns_.push_back(std::make_shared<connection>(io, opts, h));
@@ -122,12 +127,7 @@ subscriber& node::subscriber_for(std::string_view channel) {
 }
 
 void node::master_switched(const std::string& host, std::uint16_t port, const std::string& detail) {
-  if (link_events_) {
-    server_address to = address_;
-    to.host = host;
-    to.port = port;
-    link_events_->master_switched(to.to_string(), detail);
-  }
+  if (link_events_) link_events_->master_switched(host, port, detail);
   for (auto& c : conns_) c->master_switched(host, port, detail);
   for (auto& c : synced_) c->master_switched(host, port, detail);
   for (auto& s : subs_) s->master_switched(host, port, detail);

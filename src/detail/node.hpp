@@ -51,7 +51,6 @@ class node {
  private:
   class link_events;
   std::shared_ptr<link_events> link_events_;  // null without events
-  server_address address_;                    // with events: for master_switched's
   std::vector<std::shared_ptr<connection>> conns_;
   std::vector<std::shared_ptr<subscriber>> subs_;
   std::vector<std::shared_ptr<connection>> synced_;  // empty without replica_sync
