@@ -188,7 +188,11 @@ struct config {
   std::chrono::milliseconds timeout = 3000ms;
   /// Bound on establishing one connection (TCP, TLS, AUTH, SELECT, script loading).
   std::chrono::milliseconds connect_timeout = 10000ms;
-  /// Bound on subscribing to a channel.
+  /// Bound on subscribing to a channel. A waiting acquire or await of any kind whose
+  /// subscription the server has not confirmed within it (the pub/sub connection cannot be set
+  /// up: the server at maxclients, a proxy that passes commands only) fails with
+  /// errc::subscription_timeout, nothing taken, also when it has no deadline of its own; one
+  /// whose own deadline comes first ends at that deadline, unmet and without error.
   std::chrono::milliseconds subscription_timeout = 7500ms;
   /// How often at the least a waiting semaphore, permit-expirable semaphore, countdown latch or
   /// read-write lock acquire looks again without a message (each time a random time from half

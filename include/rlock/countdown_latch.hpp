@@ -24,6 +24,8 @@
 //     that expired or was deleted, or a count changed unannounced, is seen within it. A latch that
 //     does not exist counts as zero (as with Redisson), so waiting on a latch before it is set
 //     returns at once: set it first.
+//     Its subscription is bounded by config::subscription_timeout (errc::subscription_timeout,
+//     also without a deadline of the wait's own).
 //   - After a failover to a replica that had not received the last changes (replication is
 //     asynchronous), the count is the replica's: a count down can be lost, and a latch that
 //     had opened can be closed again.

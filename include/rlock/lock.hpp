@@ -182,7 +182,9 @@ enum class lock_kind {
 /// How one acquire behaves.
 struct acquire_options {
   /// Wait budget on steady_clock: nullopt waits until acquired; zero (or negative) makes a
-  /// single attempt. It bounds every step: subscribing, every command, every retry.
+  /// single attempt. It bounds every step: subscribing, every command, every retry. A
+  /// subscription not confirmed within config::subscription_timeout, when that ends before the
+  /// wait, fails the acquire with errc::subscription_timeout.
   std::optional<std::chrono::milliseconds> wait;
   /// Lease: nullopt (or <= 0) takes the watchdog lease, renewed while held.
   std::optional<std::chrono::milliseconds> lease;

@@ -29,6 +29,8 @@
 //   - Waiting does not poll: a waiter subscribes to the channel and tries again at each release,
 //     and when the nearest lease ends (nobody announces an expiry), and at least once per
 //     config::wait_recheck_interval (10 s, jittered; a count changed unannounced).
+//     Its subscription is bounded by config::subscription_timeout (errc::subscription_timeout,
+//     also without a deadline of the wait's own).
 //   - The holder learns a lease ran out: try_release() returns false (the permit was given back
 //     at its lease's end, or is being now) and release() throws errc::not_owner.
 //   - Not fair (as Redisson's): every waiting process tries at each release.

@@ -48,6 +48,8 @@
 //     after a reconnect (releases may have gone unheard), and when the TTL that its failed try
 //     returned has passed (a holder that crashed announces nothing), or at the latest after
 //     config::wait_recheck_interval (10 s, jittered).
+//     Its subscription is bounded by config::subscription_timeout (errc::subscription_timeout,
+//     also without a deadline of the wait's own).
 //   - Acquire and unlock are idempotent: a lost reply is resent without taking or releasing a
 //     hold twice. An acquire that fails, is stopped or meets shutdown() leaves nothing held: a
 //     try whose outcome is unknown is undone (after closing on the server the connections the

@@ -22,6 +22,8 @@
 //     (and after a reconnect, when releases may have gone unheard), until its deadline; and,
 //     beyond Redisson, once per config::wait_recheck_interval (10 s, jittered) without a
 //     message, so that a count changed unannounced (set by hand) is seen within it.
+//     Its subscription is bounded by config::subscription_timeout (errc::subscription_timeout,
+//     also without a deadline of the wait's own).
 //   - Not fair: every waiting process tries at each release, and any of them may win (as with
 //     Redisson). A waiter asking for many permits can starve while others take few.
 //   - Permits are not owned: any client may release them, also more than it took; the count

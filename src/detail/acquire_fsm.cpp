@@ -163,6 +163,10 @@ acquire_fsm::action acquire_fsm::on_subscribed(time_point now, std::error_code e
                                                channels subscribed) {
   subscribed_ = subscribed;
   if (state_ != state::subscribing) return {};
+  // A subscribe bounded by the deadline (a wait shorter than subscription_timeout) that timed
+  // out is the wait running out, as when on_timer sees the deadline first: not acquired, no
+  // error. Only a subscription_timeout shorter than the wait is an error.
+  if (ec == errc::subscription_timeout && now >= p_.deadline) return finish({}, false);
   if (ec) return finish(ec, false);
   if (stop_pending_) return finish(make_error_code(errc::stopped), false);
   // Another waiter's narrower subscribe completed: this one still needs more.

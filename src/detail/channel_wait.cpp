@@ -1,6 +1,7 @@
 #include "detail/channel_wait.hpp"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -154,8 +155,15 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
     send_attempt();
   }
 
+  // Bounded by the wait's deadline and by config::subscription_timeout, as a lock's wait is: a
+  // subscription the server never confirms (the pub/sub connection cannot be set up: the
+  // server at maxclients, a proxy that passes commands only) ends the wait with an error
+  // instead of holding a wait without a deadline for good.
   void subscribe() {
     std::weak_ptr<wait_op> weak = weak_from_this();
+    const auto now = clock::now();
+    const clock::duration limit = core_->cfg().subscription_timeout;
+    const auto until = spec_.deadline - now > limit ? now + limit : spec_.deadline;
     core_->subscribe(
         channel_kind::classic, spec_.channel, spec_.route_key,
         [weak](const pubsub_event&) {
@@ -163,7 +171,7 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
           // been missed (resubscribed): attempt again either way.
           if (auto self = weak.lock()) self->on_event();
         },
-        spec_.deadline,
+        until,
         [weak](std::error_code ec, subscription s) {
           if (auto self = weak.lock()) self->on_subscribed(ec, std::move(s));
         });
@@ -180,8 +188,16 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
     }
     if (ec) {
       lk.unlock();
-      // The deadline passed while subscribing: not met, no error.
-      finish_now(ec == errc::subscription_timeout ? std::error_code() : ec, false);
+      if (ec != errc::subscription_timeout) {
+        finish_now(ec, false);
+      } else if (clock::now() >= spec_.deadline) {
+        finish_now({}, false);  // the wait's deadline passed while subscribing: not met
+      } else {
+        finish_now(ec, false,
+                   "the server did not confirm the subscription to " + spec_.channel +
+                       " within subscription_timeout (" +
+                       std::to_string(core_->cfg().subscription_timeout.count()) + " ms)");
+      }
       return;
     }
     sub_ = std::move(s);

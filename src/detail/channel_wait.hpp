@@ -6,9 +6,12 @@
 // the channel, attempts once more (what was published before the subscription was not heard),
 // and again after each message and after each resubscription (a reconnect, when messages may
 // have been missed), until an attempt succeeds, the deadline passes, a stop request or
-// shutdown ends it, or an attempt fails. An attempt in flight when a message arrives is
-// followed by one more once it is answered, so no announcement is lost. At most one attempt is
-// in flight.
+// shutdown ends it, or an attempt fails. A subscription the server has not confirmed within
+// config::subscription_timeout (when that comes before the deadline) ends the wait with
+// errc::subscription_timeout, as a lock's wait does: without it, a wait without a deadline
+// whose pub/sub connection cannot be set up (the server at maxclients) never ended. An attempt in
+// flight when a message arrives is followed by one more once it is answered, so no announcement is
+// lost. At most one attempt is in flight.
 //
 // An attempt that fails may name a time to try again without a message (retry_in: a lock's
 // TTL, after which it is free even if nobody announces it, as when its holder crashed). Without

@@ -3,6 +3,7 @@
 // of this process's queued waiters.
 #include <algorithm>
 #include <charconv>
+#include <string>
 #include <string_view>
 
 #include "detail/lock_keys.hpp"
@@ -42,10 +43,20 @@ void lock_service::subscribe_fair_waiter(const std::shared_ptr<op>& o, clock::ti
           if (op_ptr->finished) return;
           if (!ec) op_ptr->own_sub = std::move(sub);
         }
-        s->step(op_ptr, [ec](acquire_fsm& f) {
+        s->step(op_ptr, [&s, &op_ptr, ec](acquire_fsm& f) {
+          s->note_subscribe_failure(*op_ptr, ec);
           return f.on_subscribed(clock::now(), ec, ec ? channels::none : channels::all);
         });
       });
+}
+
+void lock_service::note_subscribe_failure(op& o, std::error_code ec) const {
+  if (ec != errc::subscription_timeout) return;  // the others' codes say why themselves
+  o.last_error = ec;
+  o.last_error_detail =
+      "the server did not confirm the subscription to the lock's channels within "
+      "subscription_timeout (" +
+      std::to_string(core_->cfg().subscription_timeout.count()) + " ms)";
 }
 
 void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until,
@@ -96,8 +107,10 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
         auto it = self->entries_.find(o->req.raw_name);
         if (it != self->entries_.end()) now_have = it->second.level;
       }
-      self->step(o, [now_have](acquire_fsm& f) {
-        return f.on_subscribed(clock::now(), make_error_code(errc::subscription_timeout), now_have);
+      self->step(o, [&self, &o, now_have](acquire_fsm& f) {
+        const std::error_code why = make_error_code(errc::subscription_timeout);
+        self->note_subscribe_failure(*o, why);
+        return f.on_subscribed(clock::now(), why, now_have);
       });
     });
     return;
@@ -146,7 +159,8 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
     for (auto& w : told) {
       // A fair waiter listens on its own channel (subscribe_fair_waiter).
       if (w->req.kind == lock_kind::fair) continue;
-      self->step(w, [ec, have_now](acquire_fsm& f) {
+      self->step(w, [&self, &w, ec, have_now](acquire_fsm& f) {
+        self->note_subscribe_failure(*w, ec);
         return f.on_subscribed(clock::now(), ec, have_now);
       });
     }

@@ -378,6 +378,22 @@ TEST(acquire_fsm, subscription_failure_is_reported) {
   EXPECT_EQ(a.ec, errc::subscription_timeout);
 }
 
+// A wait shorter than subscription_timeout ends at its deadline while subscribing: the subscribe
+// was bounded by the deadline, so its timing out is the wait running out (not acquired, no
+// error), as when the machine's own timer fires first (a try_lock_for(2ms) used to throw
+// "subscription timed out" when the subscriber's timer won that race).
+TEST(acquire_fsm, a_subscription_cut_short_by_the_deadline_is_a_plain_timeout) {
+  auto f = make(t0 + 2ms);
+  f.start(t0, true, none);
+  auto s = f.on_reply(t0 + 1ms, held(1000));
+  ASSERT_EQ(s.kind, kind::subscribe);
+  EXPECT_EQ(s.until, t0 + 2ms);
+  auto a = f.on_subscribed(t0 + 2ms, make_error_code(errc::subscription_timeout), none);
+  EXPECT_EQ(a.kind, kind::done);
+  EXPECT_FALSE(a.ec);
+  EXPECT_FALSE(a.acquired);
+}
+
 TEST(acquire_fsm, events_after_done_are_ignored) {
   auto f = make();
   f.start(t0, true, all);
