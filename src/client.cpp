@@ -8,6 +8,7 @@
 #include "detail/core.hpp"
 #include "detail/countdown_latch_ops.hpp"
 #include "detail/expirable_semaphore_ops.hpp"
+#include "detail/fork_epoch.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/resp.hpp"
@@ -68,6 +69,22 @@ client::client(config cfg)
 
 client::~client() {
   shutdown();
+}
+
+bool client::kept_in_fork_child() noexcept {
+  if (!core_ || !core_->forked()) return false;
+  // The parent's client (core::forked): kept, untouched, until this process exits.
+  try {
+    detail::keep_until_exit(std::move(core_));
+    detail::keep_until_exit(std::move(locks_));
+    detail::keep_until_exit(std::move(semaphores_));
+    detail::keep_until_exit(std::move(expirable_semaphores_));
+    detail::keep_until_exit(std::move(latches_));
+    detail::keep_until_exit(std::move(rw_locks_));
+  } catch (...) {
+    // Out of memory: what could not be kept stays referenced here... and is lost with it.
+  }
+  return true;
 }
 
 client::client(client&&) noexcept = default;
@@ -139,6 +156,7 @@ connection_status client::status() const {
 }
 
 void client::shutdown() {
+  if (kept_in_fork_child()) return;
   if (semaphores_) semaphores_->shutdown();
   if (expirable_semaphores_) expirable_semaphores_->shutdown();
   if (latches_) latches_->shutdown();

@@ -254,7 +254,10 @@ bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
 std::error_code reentrant_lock::release(std::string* why) noexcept {
   // On one of the client's I/O threads it could not wait; that thread holds nothing of the
   // blocking API (a blocking acquire there is refused), so there is nothing to release either.
-  if (svc_->engine()->on_io_thread()) return make_error_code(errc::invalid_argument);
+  // In a fork's child the hold is the parent's (the same owner field): it must not be released.
+  if (svc_->engine()->on_io_thread() || svc_->engine()->forked()) {
+    return make_error_code(errc::invalid_argument);
+  }
   detail::blocking_result<std::error_code> w;
   detail::blocking_plan plan(blocking_spin());
   start_unlock(

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "detail/expirable_semaphore_ops.hpp"
+#include "detail/fork_epoch.hpp"
 #include "detail/permit_keeper_op.hpp"
 #include "rlock/error.hpp"
 
@@ -77,6 +78,11 @@ permit_keeper::clock::time_point permit_keeper::valid_until() const {
 
 void permit_keeper::stop() {
   if (!op_) return;
+  if (semaphore_.svc_->engine()->forked()) {
+    // The permit and its renewals are the parent's (a fork's child: core::forked).
+    detail::keep_until_exit(std::move(op_));
+    return;
+  }
   op_->stop();
   semaphore_.svc_->keepers().forget(op_->id);
 }

@@ -8,6 +8,19 @@
 // errc::invalid_argument, since they would wait for a reply that thread has to read. Use the
 // async_ forms there. A moved-from client may only be destroyed or assigned to.
 //
+// Fork: a client belongs to the process that made it. A child made by fork() shares its
+// sockets and its lock owner ids (client id, thread ids) but not its threads, so the child
+// would write on the parent's connections, re-enter the parent's locks as their owner, or
+// release them (a lock guard unwound in the child). In the child, every blocking call of the
+// client and of the objects it made throws errc::invalid_argument at once, sending nothing;
+// unlock() and the other noexcept releases do nothing; status() reports not connected with
+// that code; shutdown(), the destructor and permit_keeper's stop the child's copy without
+// touching it (closing its sockets would deregister them from the epoll set the child shares
+// with the parent): it stays in memory until the child exits, and the parent's locks stay the
+// parent's. Asynchronous calls there are invalid: they send nothing, but their handlers would
+// run on threads the child does not have. Make a client of the child's own instead (after
+// fork(), or before exec() make none).
+//
 // Failure semantics: the client reconnects by itself after a connection drops. Requests whose
 // outcome became unknown (written, no reply) fail with errc::connection_lost or errc::timeout
 // and are never sent twice unless the operation is idempotent. Requests that certainly did not
@@ -230,6 +243,9 @@ class client {
                   const std::vector<std::string>& args, callback cb);
 
   static void release_quietly(reentrant_lock& l) noexcept;
+  /// In a fork's child (see "Fork" above): keeps the engine and the services, untouched, until
+  /// the process exits, leaves this client moved-from and returns true. Otherwise false.
+  bool kept_in_fork_child() noexcept;
 
   std::shared_ptr<detail::core> core_;
   std::shared_ptr<detail::lock_service> locks_;

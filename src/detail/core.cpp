@@ -48,6 +48,7 @@ core::core(config cfg, const std::vector<const script*>& scripts)
       // Version 8 tells queued waiters that this client hands the lock over through the queue
       // (lock_acquire_queued.lua); Redisson's ids, like rlock's without the queue, are version 4.
       id_(make_uuid(cfg_.lock_queue ? 8 : 4)),
+      fork_epoch_(fork_epoch()),
       work_(asio::make_work_guard(io_)),
       events_(std::make_shared<event_sink>(io_, cfg_.on_event)),
       spent_(std::make_unique<spent_keys>(*this)) {
@@ -152,7 +153,14 @@ bool core::on_io_thread() const {
   return io_thread_of == this;
 }
 
+std::string core::forked_detail() const {
+  return "this client was made by a process of which this one is a fork() child: its "
+         "connections, threads and lock owner ids are that process's; make a client of this "
+         "process's own";
+}
+
 void core::check_blocking_allowed() const {
+  if (forked()) throw error(make_error_code(errc::invalid_argument), forked_detail());
   if (on_io_thread()) {
     throw error(make_error_code(errc::invalid_argument),
                 "blocking call from one of the client's I/O threads would deadlock; use the "
@@ -165,6 +173,11 @@ node& core::node_for(std::string_view key) {
 }
 
 connection_status core::status() const {
+  if (forked()) {
+    return {.connected = false,
+            .error = make_error_code(errc::invalid_argument),
+            .detail = forked_detail()};
+  }
   if (closed_.load()) {
     return {.connected = false,
             .error = make_error_code(errc::shutdown),
@@ -174,6 +187,9 @@ connection_status core::status() const {
 }
 
 void core::shutdown() {
+  // A fork's child has none of the threads to join, and closing the sockets would deregister
+  // them from the epoll set it shares with the parent: nothing is touched.
+  if (forked()) return;
   // config::on_event: the events so far are delivered (briefly), nothing after them.
   events_->close(on_io_thread() ? std::chrono::milliseconds(0) : events_drain_wait);
   if (closed_.load(std::memory_order_acquire)) return;
@@ -254,6 +270,12 @@ void core::resubscribe_moved(const std::string& refusal, channel_kind kind,
 void core::subscribe(channel_kind kind, std::string channel, std::string_view route_key,
                      pubsub_listener listener, clock::time_point deadline,
                      std::function<void(std::error_code, subscription)> done) {
+  if (forked()) {
+    complete_closed([done = std::move(done)] {
+      done(make_error_code(errc::invalid_argument), subscription{});
+    });
+    return;
+  }
   if (cluster_ && !cluster_->settled()) {
     if (closed_.load(std::memory_order_acquire)) {
       done(make_error_code(errc::shutdown), subscription{});

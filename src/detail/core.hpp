@@ -21,6 +21,7 @@
 #include "detail/cluster_router.hpp"
 #include "detail/connection.hpp"
 #include "detail/event_sink.hpp"
+#include "detail/fork_epoch.hpp"
 #include "detail/node.hpp"
 #include "detail/sentinel_watch.hpp"
 #include "detail/server_client.hpp"
@@ -99,8 +100,15 @@ class core : public std::enable_shared_from_this<core> {
   bool on_io_thread() const;
   /// Throws errc::invalid_argument on one of this client's I/O threads: a blocking call there
   /// waits for a reply that thread would have to read, for ever, and every timer of the client
-  /// (renewals, loss signals) with it.
+  /// (renewals, loss signals) with it. Also in a fork's child (forked()).
   void check_blocking_allowed() const;
+  /// This process is a fork's child of the one that made the client (fork_epoch.hpp): nothing
+  /// of the client may be used here. Requests and subscriptions fail with
+  /// errc::invalid_argument before anything is written, shutdown() does nothing, and the
+  /// client must not be destroyed here (client::~client keeps it until the process exits).
+  bool forked() const noexcept { return fork_epoch() != fork_epoch_; }
+  /// What forked() refusals say.
+  std::string forked_detail() const;
 
   /// The node that owns `key`.
   node& node_for(std::string_view key);
@@ -159,6 +167,8 @@ class core : public std::enable_shared_from_this<core> {
   config cfg_;
   server_address address_;
   std::string id_;
+  // fork_epoch() when this client was made: another one means this is a fork's child.
+  std::uint64_t fork_epoch_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   // config::on_event's delivery; closed as shutdown() begins.

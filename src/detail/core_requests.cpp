@@ -88,6 +88,15 @@ std::string evalsha_to_eval(std::string_view evalsha, const script& s) {
 }
 
 void core::send(const std::shared_ptr<attempt>& a) {
+  if (forked()) {
+    // Nothing goes out on the parent's connections (core::forked).
+    exec_result r;
+    r.ec = make_error_code(errc::invalid_argument);
+    r.detail = forked_detail();
+    auto cb = std::move(a->done);
+    complete_closed([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
+    return;
+  }
   if (closed_.load(std::memory_order_acquire)) {
     exec_result r;
     r.ec = make_error_code(errc::shutdown);

@@ -96,9 +96,8 @@ TEST(hostile_no_subscriber, waits_fail_with_subscription_timeout_after_it) {
           c.get_semaphore("empty").acquire();
           return true;
         }));
-  check("semaphore, a longer wait", run_bounded([&] {
-          return c.get_semaphore("empty").try_acquire_for(20s);
-        }));
+  check("semaphore, a longer wait",
+        run_bounded([&] { return c.get_semaphore("empty").try_acquire_for(20s); }));
   check("permit-expirable semaphore", run_bounded([&] {
           (void)c.get_permit_expirable_semaphore("empty-leases").acquire();
           return true;

@@ -1,0 +1,116 @@
+// A fork's child and the client its parent made (client.hpp, "Fork"). The child shares the
+// parent's sockets and lock owner ids, not its threads: before, its try_lock re-entered the
+// parent's lock as its owner (on the parent's connection), a lock guard unwound there released
+// the parent's lock, and execute() hung. Now the child's calls fail at once, its releases do
+// nothing, and letting go of the client there touches nothing of the parent's.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common.hpp"
+#include "support/wait.hpp"
+
+namespace rlock::test {
+namespace {
+
+/// Runs `child` in a fork's child, which reports what went wrong (empty: nothing) through a
+/// pipe and exits with _exit (no atexit handler, no destructor of the parent's objects). Returns
+/// that report; a child still running after 20 s is killed and reported as hung.
+template <class F>
+std::string in_fork_child(F child) {
+  std::array<int, 2> fds{};
+  if (pipe(fds.data()) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string report;
+    try {
+      report = child();
+    } catch (const std::exception& e) {
+      report = std::string("child threw: ") + e.what();
+    }
+    if (!report.empty()) (void)!write(fds[1], report.data(), report.size());
+    _exit(report.empty() ? 0 : 1);
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return "fork failed";
+  }
+  int status = 0;
+  const bool ended = wait_until([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 20s);
+  if (!ended) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  std::string report;
+  std::array<char, 512> buf{};
+  for (ssize_t n = 0; (n = read(fds[0], buf.data(), buf.size())) > 0;) report.append(buf.data(), n);
+  close(fds[0]);
+  if (!ended) return "the child hung (killed after 20 s) " + report;
+  if (!WIFEXITED(status)) return "the child died of signal " + std::to_string(WTERMSIG(status));
+  return report;
+}
+
+/// What `f` throws, as "<code>" (the rlock code's message), or "no error".
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const error& e) {
+    return e.code() == errc::invalid_argument ? std::string("invalid_argument")
+                                              : e.code().message() + ": " + e.what();
+  }
+  return "no error";
+}
+
+TEST(fork, a_child_cannot_use_the_parents_client_nor_release_its_locks) {
+  redis_server server;
+  auto c = std::make_unique<client>(config_for(server));
+  lock l = c->get_lock("forked");
+  std::unique_lock guard(l);  // a guard the child unwinds: it must not release the lock
+  auto sem = c->get_semaphore("forked-sem");
+  ASSERT_TRUE(sem.try_set_permits(1));
+  const std::string report = in_fork_child([&] {
+    std::string wrong;
+    const auto expect_refused = [&wrong](const char* what, const std::string& got) {
+      if (got != "invalid_argument") wrong += std::string(what) + ": " + got + "; ";
+    };
+    expect_refused("try_lock", error_of([&] { (void)l.try_lock(); }));
+    expect_refused("lock", error_of([&] { l.lock(); }));
+    expect_refused("execute", error_of([&] { (void)c->execute({"PING"}); }));
+    expect_refused("semaphore", error_of([&] { (void)sem.try_acquire(); }));
+    expect_refused("unlock_or_throw", error_of([&] { l.unlock_or_throw(); }));
+    const connection_status s = c->status();
+    if (s.connected || s.error != errc::invalid_argument) wrong += "status: " + s.detail + "; ";
+    guard.unlock();  // nothing: the hold is the parent's
+    c.reset();       // kept, untouched, until the child exits
+    return wrong;
+  });
+  EXPECT_EQ(report, "");
+  // The parent's lock is still its own, once; its connections and threads still serve it.
+  EXPECT_EQ(server.cli_reply({"HLEN", "forked"}).integer, 1);
+  EXPECT_EQ(c->execute({"PING"}).str(), "PONG");
+  EXPECT_TRUE(l.is_held_by_current_thread());
+  EXPECT_EQ(l.hold_count(), 1);
+  EXPECT_TRUE(sem.try_acquire());
+  guard.unlock();
+  EXPECT_EQ(server.cli_reply({"EXISTS", "forked"}).integer, 0);
+  // Pub/sub too: a waiter is woken by the release of another client.
+  client other(config_for(server));
+  lock theirs = other.get_lock("forked");
+  theirs.lock();
+  auto waiter = try_lock_then_unlock_async(l, 10s);
+  theirs.unlock();
+  EXPECT_TRUE(waiter.get());
+}
+
+}  // namespace
+}  // namespace rlock::test
