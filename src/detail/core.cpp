@@ -267,6 +267,15 @@ void core::resubscribe_moved(const std::string& refusal, channel_kind kind,
             });
 }
 
+std::string core::subscription_trouble(std::string_view channel, std::string_view route_key) {
+  if (forked() || closed_.load(std::memory_order_acquire)) return {};
+  // The subscriber that subscribe() picks for it.
+  const bool sharded = cluster_ && cluster_->sharded();
+  return node_for(sharded ? channel : route_key)
+      .subscriber_for(route_key.empty() ? channel : route_key)
+      .trouble();
+}
+
 void core::subscribe(channel_kind kind, std::string channel, std::string_view route_key,
                      pubsub_listener listener, clock::time_point deadline,
                      std::function<void(std::error_code, subscription)> done) {

@@ -88,9 +88,13 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
 
  private:
   struct op;
-  /// Records why a subscribe of `o`'s lock channels failed in its error text
-  /// (acquire_request::error_detail), should the acquire end with that code. Under o.mu.
-  void note_subscribe_failure(op& o, std::error_code ec) const;
+  /// Why a subscribe of `o`'s lock channels failed with `ec`, for the acquire's error text
+  /// (acquire_request::error_detail); empty when the code says it all. Without o.mu: it asks
+  /// the subscriber (core::subscription_trouble).
+  std::string subscribe_failure_detail(const op& o, std::error_code ec) const;
+  /// Records `why` (subscribe_failure_detail) as the error text, should the acquire end with
+  /// `ec`. Under o.mu.
+  static void note_subscribe_failure(op& o, std::error_code ec, const std::string& why);
   /// Extends a hold that was handed over with a TTL shorter than its explicit lease (the queue
   /// entry's deadline came first) to `lease_end`; its watchdog deadline follows on success.
   void extend_handed(const std::string& raw_name, const std::string& owner,

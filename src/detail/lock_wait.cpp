@@ -43,20 +43,29 @@ void lock_service::subscribe_fair_waiter(const std::shared_ptr<op>& o, clock::ti
           if (op_ptr->finished) return;
           if (!ec) op_ptr->own_sub = std::move(sub);
         }
-        s->step(op_ptr, [&s, &op_ptr, ec](acquire_fsm& f) {
-          s->note_subscribe_failure(*op_ptr, ec);
+        const std::string why = s->subscribe_failure_detail(*op_ptr, ec);
+        s->step(op_ptr, [&op_ptr, ec, &why](acquire_fsm& f) {
+          note_subscribe_failure(*op_ptr, ec, why);
           return f.on_subscribed(clock::now(), ec, ec ? channels::none : channels::all);
         });
       });
 }
 
-void lock_service::note_subscribe_failure(op& o, std::error_code ec) const {
-  if (ec != errc::subscription_timeout) return;  // the others' codes say why themselves
-  o.last_error = ec;
-  o.last_error_detail =
+std::string lock_service::subscribe_failure_detail(const op& o, std::error_code ec) const {
+  if (ec != errc::subscription_timeout) return {};  // the others' codes say why themselves
+  std::string why =
       "the server did not confirm the subscription to the lock's channels within "
       "subscription_timeout (" +
       std::to_string(core_->cfg().subscription_timeout.count()) + " ms)";
+  const std::string trouble = core_->subscription_trouble(o.channel, o.req.raw_name);
+  if (!trouble.empty()) why += "; " + trouble;
+  return why;
+}
+
+void lock_service::note_subscribe_failure(op& o, std::error_code ec, const std::string& why) {
+  if (why.empty()) return;
+  o.last_error = ec;
+  o.last_error_detail = why;
 }
 
 void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_point until,
@@ -107,10 +116,11 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
         auto it = self->entries_.find(o->req.raw_name);
         if (it != self->entries_.end()) now_have = it->second.level;
       }
-      self->step(o, [&self, &o, now_have](acquire_fsm& f) {
-        const std::error_code why = make_error_code(errc::subscription_timeout);
-        self->note_subscribe_failure(*o, why);
-        return f.on_subscribed(clock::now(), why, now_have);
+      const std::error_code timed_out = make_error_code(errc::subscription_timeout);
+      const std::string why = self->subscribe_failure_detail(*o, timed_out);
+      self->step(o, [&o, timed_out, &why, now_have](acquire_fsm& f) {
+        note_subscribe_failure(*o, timed_out, why);
+        return f.on_subscribed(clock::now(), timed_out, now_have);
       });
     });
     return;
@@ -159,8 +169,9 @@ void lock_service::ensure_subscribed(const std::shared_ptr<op>& o, clock::time_p
     for (auto& w : told) {
       // A fair waiter listens on its own channel (subscribe_fair_waiter).
       if (w->req.kind == lock_kind::fair) continue;
-      self->step(w, [&self, &w, ec, have_now](acquire_fsm& f) {
-        self->note_subscribe_failure(*w, ec);
+      const std::string why = self->subscribe_failure_detail(*w, ec);
+      self->step(w, [&w, ec, &why, have_now](acquire_fsm& f) {
+        note_subscribe_failure(*w, ec, why);
         return f.on_subscribed(clock::now(), ec, have_now);
       });
     }

@@ -73,6 +73,18 @@ std::size_t subscriber::active_channels() const {
   return table_.active_channels();
 }
 
+std::string subscriber::trouble() const {
+  std::shared_ptr<connection> c;
+  {
+    std::lock_guard lk(mu_);
+    if (up_) return {};
+    c = conn_;
+  }
+  const auto [ec, detail] = c ? c->last_failure() : std::pair<std::error_code, std::string>{};
+  if (!ec) return "the pub/sub connection is not set up yet";
+  return "the pub/sub connection is down: " + (detail.empty() ? ec.message() : detail);
+}
+
 void subscriber::async_subscribe(channel_kind kind, std::string channel, pubsub_listener listener,
                                  clock::time_point deadline, subscribe_callback done) {
   std::vector<std::function<void()>> later;

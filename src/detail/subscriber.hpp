@@ -62,6 +62,9 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   void master_switched(std::string host, std::uint16_t port, std::string detail);
   /// Channels confirmed by the server (for tests and stats).
   std::size_t active_channels() const;
+  /// Why subscriptions cannot be confirmed now: while the connection is not set up, its last
+  /// failure ("the pub/sub connection is down: ..."); empty once it is.
+  std::string trouble() const;
   /// Cluster mode: where listeners go whose channel's slot has moved (see moved_handler).
   /// Without one, such listeners are dropped (their pending subscriptions fail with
   /// errc::cluster_redirect). Set before start().

@@ -1,10 +1,11 @@
 // A server that takes commands but no pub/sub connection: the client's subscriber was closed and
 // the server, at maxclients, refuses its reconnects ("ERR max number of clients reached"), while
 // the command connection stays. Every wait must still end: with errc::subscription_timeout
-// after config::subscription_timeout when its own deadline is later (a wait without one used to
-// hang for as long as the server was full: a semaphore's acquire(), a latch's await()), and
-// with a plain "not acquired" at its deadline when that comes first (a lock's try_lock_for
-// used to throw subscription_timeout instead, when the subscribe's timer fired before its own).
+// after config::subscription_timeout when its own deadline is later, naming the pub/sub
+// connection's failure (a wait without one used to hang for as long as the server was full: a
+// semaphore's acquire(), a latch's await()), and with a plain "not acquired" at its deadline
+// when that comes first (a lock's try_lock_for used to throw subscription_timeout instead, when
+// the subscribe's timer fired before its own).
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -76,6 +77,11 @@ TEST(hostile_no_subscriber, waits_fail_with_subscription_timeout_after_it) {
   const auto check = [&](const char* what, const outcome& o) {
     EXPECT_EQ(o.ec, errc::subscription_timeout) << what << ": " << o.what;
     EXPECT_NE(o.what.find("subscription_timeout (1000 ms)"), std::string::npos)
+        << what << ": " << o.what;
+    // And why: the pub/sub connection's last failure.
+    EXPECT_NE(o.what.find("the pub/sub connection is down: "), std::string::npos)
+        << what << ": " << o.what;
+    EXPECT_NE(o.what.find("max number of clients reached"), std::string::npos)
         << what << ": " << o.what;
     EXPECT_GE(o.took, cfg.subscription_timeout.count() - 5) << what;
     EXPECT_LT(o.took, bound) << what;
