@@ -14,6 +14,7 @@
 #include "detail/multi_acquire_fsm.hpp"
 #include "detail/stop_either.hpp"
 #include "detail/thread_rng.hpp"
+#include "rlock/detail/fallback_executor.hpp"
 #include "rlock/error.hpp"
 
 namespace rlock {
@@ -119,7 +120,7 @@ class multi_acquire_op : public std::enable_shared_from_this<multi_acquire_op> {
         owner_(owner),
         fsm_(p),
         done_(std::move(done)),
-        timer_(asio::system_executor()) {
+        timer_(fallback_executor()) {
     if (o.lease && o.lease->count() > 0) lease_ = o.lease;
     stop_ = std::move(stop);
   }
@@ -211,9 +212,7 @@ class multi_acquire_op : public std::enable_shared_from_this<multi_acquire_op> {
   std::mutex mu_;
   fsm fsm_;
   std::function<void(std::error_code, bool)> done_;
-  asio::basic_waitable_timer<std::chrono::steady_clock,
-                             asio::wait_traits<std::chrono::steady_clock>, asio::system_executor>
-      timer_;
+  asio::steady_timer timer_;  // on the fallback context: members may be of several clients
 };
 
 }  // namespace

@@ -209,7 +209,8 @@ class client {
   /// destructor calls it. Afterwards every call on this client and its locks fails with
   /// errc::shutdown at once: blocking calls throw it (a lock guard that outlives shutdown()
   /// does not hang), and asynchronous handlers get it, those on the client's executor (the
-  /// default) on a thread of Asio's system executor, since the client's threads are gone.
+  /// default) on the library's fallback thread (detail/fallback_executor.hpp), since the
+  /// client's threads are gone.
   /// Locks still held are not released: they are no longer renewed, stay on the server until
   /// their leases end, and every hold's loss_token() is stopped. The keys that made this
   /// client's answered requests count once (unlock latches, semaphore and latch request keys),

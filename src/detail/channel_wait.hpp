@@ -22,7 +22,7 @@
 // An attempt may hand back an undo: it is run when the wait ends without delivering that
 // attempt's success (stopped or shut down while it was in flight), or when the attempt failed
 // with an unknown outcome (it may have acted). The caller's `done` runs once, on an I/O thread
-// (or the system executor after the client shut down).
+// (or the fallback context after the client shut down).
 #pragma once
 
 #include <cstdint>

@@ -216,7 +216,7 @@ void core::shutdown() {
   if (on_io_thread()) {
     // Invalid use (documented): shutting down from a completion handler. Do not join ourselves;
     // stop the loop and let the threads end on their own. Completions from now on go to the
-    // system executor; any already queued are lost with the loop.
+    // fallback context; any already queued are lost with the loop.
     io_.stop();
     asio::use_service<io_gate>(io_).close();
     for (auto& t : threads_) t.detach();
@@ -229,15 +229,24 @@ void core::shutdown() {
   // The threads ended when the io_context ran out of work; a handler posted from another thread
   // in the moment before it marked itself stopped (a completion of an operation started while
   // the client shut down) is in its queue, and nothing would run it. What the queue holds runs
-  // now, on the system executor like every completion of a closed client, and this call waits
+  // now, on the fallback context like every completion of a closed client, and this call waits
   // for it: this object and its io_context must outlive that run, and nothing of the client may
   // still run once shutdown() has returned (the caller may then destroy it, or end the process).
-  auto drained = std::make_shared<std::promise<void>>();
-  auto done = drained->get_future();
-  asio::post(asio::system_executor(), [this, drained] {
+  // Called there (a closed client's handler shutting down another client), it runs in place.
+  const auto drain = [this] {
     io_.restart();
     for (int i = 0; i < max_drained_handlers && io_.poll_one() > 0; ++i) {
     }
+  };
+  const auto fallback = fallback_executor();
+  if (fallback.running_in_this_thread()) {
+    drain();
+    return;
+  }
+  auto drained = std::make_shared<std::promise<void>>();
+  auto done = drained->get_future();
+  asio::post(fallback, [drain, drained] {
+    drain();
     drained->set_value();
   });
   done.wait();

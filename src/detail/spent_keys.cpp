@@ -36,7 +36,7 @@ std::vector<std::vector<std::string>> del_batches(std::vector<std::string> keys,
 }
 
 // The DELs in flight, shared with their completions (which may run after this object is gone:
-// on the system executor, once the client has shut down).
+// on the fallback context, once the client has shut down).
 struct spent_keys::tally {
   std::mutex mu;
   std::condition_variable none_left;

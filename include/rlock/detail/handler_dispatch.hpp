@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "rlock/detail/fallback_executor.hpp"
+
 namespace rlock::detail {
 
 /// Whether the client's io_context still takes handlers: open until client::shutdown() has
@@ -18,7 +20,7 @@ namespace rlock::detail {
 /// An io_context service, so that any executor over that io_context finds it through its
 /// execution context. Whoever posts there from outside its threads holds the shared lock from
 /// the check to the post, so a handler is either posted before the close (and run: by the
-/// client's threads, or by the drain after the close) or handed to the system executor after
+/// client's threads, or by the drain after the close) or handed to the fallback context after
 /// it. io_context::stopped() cannot tell this: when the last handler of an io_context ends,
 /// its work count reaches 0 a moment before it marks itself stopped, and a handler posted in
 /// that moment (found "not stopped") would never run.
@@ -52,7 +54,7 @@ class io_gate : public asio::execution_context::service {
 /// Hands `f` (a handler bound to its arguments) to `ex`, the handler's associated executor;
 /// `own` is the client's executor, the default. A handler that would run on the client's
 /// io_context after its threads have ended (client::shutdown(): its io_gate is closed) would
-/// never run, and whoever waits for it would wait for ever: it runs on Asio's system executor
+/// never run, and whoever waits for it would wait for ever: it runs on the fallback context
 /// instead. That holds for any executor over the client's io_context (a strand of it, an
 /// any_io_executor holding it), found by its execution context. Any other executor is the
 /// user's, and its own rules apply.
@@ -76,7 +78,7 @@ void dispatch_handler(const Executor& ex, const asio::io_context::executor_type&
       }
       held.unlock();
       work.reset();
-      asio::post(asio::system_executor(), std::forward<F>(f));
+      asio::post(fallback_executor(), std::forward<F>(f));
       return;
     }
   }

@@ -1,0 +1,18 @@
+// Internal to the public headers: where completions run once a client's threads are gone.
+#pragma once
+
+#include <asio/io_context.hpp>
+
+namespace rlock::detail {
+
+/// The executor of the library's fallback context: one io_context, process-wide, run by one
+/// thread that the library starts at the first use and never joins (detached; neither is ever
+/// destroyed). Completions of work that a shut-down client refuses run there, as do a multi
+/// lock's pauses between rounds.
+///
+/// Not Asio's system executor: its thread pool is joined when the process exits, and in a
+/// fork() child, whose copy of it names threads that only the parent has, that join never
+/// returns, so a child of a process that had used it hung in exit(). Nothing joins this one.
+asio::io_context::executor_type fallback_executor();
+
+}  // namespace rlock::detail
