@@ -229,27 +229,16 @@ void core::shutdown() {
   // The threads ended when the io_context ran out of work; a handler posted from another thread
   // in the moment before it marked itself stopped (a completion of an operation started while
   // the client shut down) is in its queue, and nothing would run it. What the queue holds runs
-  // now, on the fallback context like every completion of a closed client, and this call waits
-  // for it: this object and its io_context must outlive that run, and nothing of the client may
-  // still run once shutdown() has returned (the caller may then destroy it, or end the process).
-  // Called there (a closed client's handler shutting down another client), it runs in place.
-  const auto drain = [this] {
+  // now, on a thread of its own (not the caller's, which may hold locks that those handlers
+  // take; not the fallback context's, where it would queue behind the refusals that callers
+  // racing this shutdown keep posting there), and this call waits for it: this object and its
+  // io_context must outlive that run, and nothing of the client may still run once shutdown()
+  // has returned (the caller may then destroy it, or end the process).
+  std::thread([this] {
     io_.restart();
     for (int i = 0; i < max_drained_handlers && io_.poll_one() > 0; ++i) {
     }
-  };
-  const auto fallback = fallback_executor();
-  if (fallback.running_in_this_thread()) {
-    drain();
-    return;
-  }
-  auto drained = std::make_shared<std::promise<void>>();
-  auto done = drained->get_future();
-  asio::post(fallback, [drain, drained] {
-    drain();
-    drained->set_value();
-  });
-  done.wait();
+  }).join();
 }
 
 void core::resubscribe_moved(const std::string& refusal, channel_kind kind,

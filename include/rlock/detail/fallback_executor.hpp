@@ -5,10 +5,10 @@
 
 namespace rlock::detail {
 
-/// The executor of the library's fallback context: one io_context, process-wide, run by one
-/// thread that the library starts at the first use and never joins (detached; neither is ever
-/// destroyed). Completions of work that a shut-down client refuses run there, as do a multi
-/// lock's pauses between rounds.
+/// The executor of the library's fallback context: one io_context, process-wide, run by twice
+/// as many threads as the machine has cores, which the library starts at the first use and
+/// never joins (detached; the context is never destroyed). Completions of work that a
+/// shut-down client refuses run there, as do a multi lock's pauses between rounds.
 ///
 /// Not Asio's system executor: its thread pool is joined when the process exits, and in a
 /// fork() child, whose copy of it names threads that only the parent has, that join never
