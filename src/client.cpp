@@ -82,7 +82,7 @@ bool client::kept_in_fork_child() noexcept {
     detail::keep_until_exit(std::move(latches_));
     detail::keep_until_exit(std::move(rw_locks_));
   } catch (...) {
-    // Out of memory: what could not be kept stays referenced here... and is lost with it.
+    // Out of memory: the part being kept is released after all. Nothing better can be done.
   }
   return true;
 }
