@@ -193,12 +193,9 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
       } else if (clock::now() >= spec_.deadline) {
         finish_now({}, false);  // the wait's deadline passed while subscribing: not met
       } else {
-        std::string why = "the server did not confirm the subscription to " + spec_.channel +
-                          " within subscription_timeout (" +
-                          std::to_string(core_->cfg().subscription_timeout.count()) + " ms)";
-        const std::string trouble = core_->subscription_trouble(spec_.channel, spec_.route_key);
-        if (!trouble.empty()) why += "; " + trouble;
-        finish_now(ec, false, why);
+        finish_now(
+            ec, false,
+            core_->subscription_timeout_detail(spec_.channel, spec_.channel, spec_.route_key));
       }
       return;
     }

@@ -264,13 +264,19 @@ void core::resubscribe_moved(const std::string& refusal, channel_kind kind,
             });
 }
 
-std::string core::subscription_trouble(std::string_view channel, std::string_view route_key) {
-  if (forked() || closed_.load(std::memory_order_acquire)) return {};
+std::string core::subscription_timeout_detail(std::string_view subject, std::string_view channel,
+                                              std::string_view route_key) {
+  std::string why = "the server did not confirm the subscription to " + std::string(subject) +
+                    " within subscription_timeout (" +
+                    std::to_string(cfg_.subscription_timeout.count()) + " ms)";
+  if (forked() || closed_.load(std::memory_order_acquire)) return why;
   // The subscriber that subscribe() picks for it.
   const bool sharded = cluster_ && cluster_->sharded();
-  return node_for(sharded ? channel : route_key)
-      .subscriber_for(route_key.empty() ? channel : route_key)
-      .trouble();
+  const std::string trouble = node_for(sharded ? channel : route_key)
+                                  .subscriber_for(route_key.empty() ? channel : route_key)
+                                  .trouble();
+  if (!trouble.empty()) why += "; " + trouble;
+  return why;
 }
 
 void core::subscribe(channel_kind kind, std::string channel, std::string_view route_key,

@@ -86,9 +86,11 @@ class core : public std::enable_shared_from_this<core> {
                  pubsub_listener listener, clock::time_point deadline,
                  std::function<void(std::error_code, subscription)> done);
 
-  /// What keeps subscriptions to `channel` (of the object `route_key`) from being confirmed now,
-  /// for the error of one that timed out (subscriber::trouble); empty when nothing is known.
-  std::string subscription_trouble(std::string_view channel, std::string_view route_key);
+  /// The error text of a subscription to `channel` (of the object `route_key`; `subject` names
+  /// what was subscribed) that subscription_timeout ended: the bound, and what keeps such
+  /// subscriptions from being confirmed now, when known (subscriber::trouble).
+  std::string subscription_timeout_detail(std::string_view subject, std::string_view channel,
+                                          std::string_view route_key);
 
   /// Fails all pending work with errc::shutdown and stops the I/O threads. Idempotent.
   /// Must not be called from an I/O thread (it joins them).

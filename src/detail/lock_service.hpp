@@ -90,7 +90,7 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   struct op;
   /// Why a subscribe of `o`'s lock channels failed with `ec`, for the acquire's error text
   /// (acquire_request::error_detail); empty when the code says it all. Without o.mu: it asks
-  /// the subscriber (core::subscription_trouble).
+  /// the subscriber (core::subscription_timeout_detail).
   std::string subscribe_failure_detail(const op& o, std::error_code ec) const;
   /// Records `why` (subscribe_failure_detail) as the error text, should the acquire end with
   /// `ec`. Under o.mu.

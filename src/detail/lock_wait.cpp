@@ -53,13 +53,7 @@ void lock_service::subscribe_fair_waiter(const std::shared_ptr<op>& o, clock::ti
 
 std::string lock_service::subscribe_failure_detail(const op& o, std::error_code ec) const {
   if (ec != errc::subscription_timeout) return {};  // the others' codes say why themselves
-  std::string why =
-      "the server did not confirm the subscription to the lock's channels within "
-      "subscription_timeout (" +
-      std::to_string(core_->cfg().subscription_timeout.count()) + " ms)";
-  const std::string trouble = core_->subscription_trouble(o.channel, o.req.raw_name);
-  if (!trouble.empty()) why += "; " + trouble;
-  return why;
+  return core_->subscription_timeout_detail("the lock's channels", o.channel, o.req.raw_name);
 }
 
 void lock_service::note_subscribe_failure(op& o, std::error_code ec, const std::string& why) {
