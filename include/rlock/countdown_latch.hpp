@@ -33,6 +33,8 @@
 // Bounds: every call is bounded. Blocking members without a wait take at most the configured
 // request timeout and retries (config::timeout, retry_attempts); a waiting call returns by its
 // deadline, or up to one request timeout later when the read in flight then is slow to answer.
+// No read starts after the deadline: a server that answers BUSY or LOADING ends the wait by its
+// deadline with errc::server_busy.
 //
 // Invalid: an empty name, a negative count (errc::invalid_argument). Blocking members throw
 // rlock::error (derived from std::system_error) and must not be called from the client's

@@ -63,9 +63,11 @@ enum class errc {
   server_error,
   /// The reply stream could not be parsed; the connection is closed and re-opened.
   protocol_error,
-  /// The server is loading its data set, a script is busy, or it has as many clients as its
-  /// maxclients allows; retried until the deadline. Also reported while a connection whose
-  /// setup met such an answer waits to reconnect. Nothing ran.
+  /// The server is loading its data set, a script is busy, it has as many clients as its
+  /// maxclients allows, or it is a master that refuses writes while fewer replicas than its
+  /// min-replicas-to-write are connected (NOREPLICAS); retried until the deadline. Also
+  /// reported while a connection whose setup met such an answer waits to reconnect. Nothing
+  /// ran.
   server_busy,
   /// The calling owner does not hold the lock it tried to unlock or extend.
   not_owner,

@@ -40,7 +40,7 @@
 //
 // Bounds: every call is bounded as the semaphore's (semaphore.hpp): one request timeout and its
 // retries per script; a waiting acquire returns by its deadline, or up to one request timeout
-// later when its last try is slow to answer.
+// later when its last try is slow to answer. No try starts after the deadline.
 //
 // Invalid (errc::invalid_argument, thrown when the object is made or the call starts): an empty
 // name; permits < 1 or > max_permits_per_call; a lease <= 0 or longer than a century; a permit

@@ -60,6 +60,8 @@
 // Bounds: one try (try_lock(), try_lock_shared()) and every release take at most the request
 // timeout and retries (config::timeout, retry_attempts); a waiting acquire returns by its
 // deadline, or up to one request timeout later when the try in flight then is slow to answer.
+// No try starts after the deadline: a server that answers BUSY, LOADING or NOREPLICAS (nothing
+// ran) ends the wait by its deadline with errc::server_busy.
 //
 // Invalid: an empty name or one longer than max_name_size (errc::invalid_argument when the
 // lock is made); releasing a hold the owner does not have (release(mode, ec) gives

@@ -35,7 +35,9 @@
 // Bounds: every call is bounded. Blocking members without a wait, and each try of an acquire,
 // take at most the configured request timeout and retries (config::timeout, retry_attempts);
 // a waiting acquire returns by its deadline, or up to one request timeout later when the try
-// in flight then is slow to answer (its outcome must be known before it can return false).
+// in flight then is slow to answer (its outcome must be known before it can return false). No
+// try starts after the deadline: a server that answers BUSY, LOADING or NOREPLICAS (nothing
+// ran) ends the wait by its deadline with errc::server_busy.
 //
 // Invalid: permits < 1 for acquire and release, an empty name (errc::invalid_argument, thrown
 // when the semaphore is made or the call starts). Blocking members throw rlock::error (derived

@@ -36,6 +36,10 @@ namespace rlock::detail {
 struct exec_options {
   /// Bounds every attempt and every delay between attempts.
   clock::time_point deadline = clock::time_point::max();
+  /// When before `deadline`: no attempt starts at or after it (retry_fsm's start_by). For a
+  /// wait whose every try gets a whole request timeout for its reply (so that its outcome is
+  /// known) but whose retries must not outlast the wait itself.
+  clock::time_point start_by = clock::time_point::max();
   /// The command may be sent again when its outcome is unknown.
   bool idempotent = false;
   /// Attempts at most, the first included; 0 means the configured `retry_attempts`. 1: never

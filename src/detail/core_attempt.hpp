@@ -50,8 +50,8 @@ struct core::attempt {
   // that encoding a large command is inside the deadline too.
   std::optional<clock::time_point> started;
 
-  attempt(int attempts, bool idempotent, clock::time_point deadline)
-      : fsm(attempts, idempotent, deadline), started(clock::now()) {}
+  attempt(int attempts, bool idempotent, clock::time_point deadline, clock::time_point start_by)
+      : fsm(attempts, idempotent, deadline, start_by), started(clock::now()) {}
 };
 
 }  // namespace rlock::detail

@@ -16,7 +16,7 @@ namespace rlock::detail {
 std::shared_ptr<core::attempt> core::new_attempt(const exec_options& opts, exec_callback cb) {
   auto a =
       std::make_shared<attempt>(opts.max_attempts > 0 ? opts.max_attempts : cfg_.retry_attempts,
-                                opts.idempotent, opts.deadline);
+                                opts.idempotent, opts.deadline, opts.start_by);
   a->completes_on_caller = opts.completes_on_caller;
   a->close_unknown = opts.close_unknown;
   a->fence = opts.fence;
@@ -104,7 +104,7 @@ void core::send(const std::shared_ptr<attempt>& a) {
     complete_closed([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
     return;
   }
-  if (cluster_ && !cluster_->settled() && clock::now() + settle_poll < a->fsm.deadline()) {
+  if (cluster_ && !cluster_->settled() && clock::now() + settle_poll < a->fsm.start_by()) {
     // The first scan has not told the pub/sub kind yet (nor where the key lives).
     resend_after(a, settle_poll, exec_result{});
     return;
@@ -194,7 +194,7 @@ bool core::follow_redirect(const std::shared_ptr<attempt>& a, exec_result& res) 
   // two nodes for now; nothing ran. The migration usually ends within moments: sent again every
   // tryagain_delay, within the request's deadline, at most max_tryagains times.
   if (res.detail.starts_with("TRYAGAIN ") && a->tryagains < max_tryagains &&
-      clock::now() + tryagain_delay < a->fsm.deadline()) {
+      clock::now() + tryagain_delay < a->fsm.start_by()) {
     ++a->tryagains;
     resend_after(a, tryagain_delay, std::move(res));
     return true;

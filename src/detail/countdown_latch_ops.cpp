@@ -20,14 +20,16 @@ const script& set_script() {
 }
 
 // A GET of the count as (ec, count, detail): 0 for no key, wrong_type for anything but an
-// integer.
+// integer. No attempt starts after `start_by`; one under way has until `deadline`.
 void read_count(const std::shared_ptr<core>& c, const std::string& key, clock::time_point deadline,
+                clock::time_point start_by,
                 std::function<void(std::error_code, std::int64_t, const std::string&)> done) {
   const std::string_view args[] = {"GET", key};
   exec_options o;
   o.idempotent = true;
   o.route_key = key;
   o.deadline = deadline;
+  o.start_by = start_by;
   c->exec(args, o, [done = std::move(done)](const exec_result& r) {
     // The lock's counter decoding: 0 for no key, wrong_type for anything but a whole number.
     const auto [ec, n] = decode_counter(r);
@@ -63,7 +65,7 @@ void countdown_latch_service::await(
   spec.attempt = [c = core_, key = std::move(raw_name),
                   deadline](std::function<void(const attempt_outcome&)> then) {
     read_count(
-        c, key, std::max(deadline, clock::now() + c->cfg().timeout),
+        c, key, std::max(deadline, clock::now() + c->cfg().timeout), deadline,
         [then = std::move(then)](std::error_code ec, std::int64_t n, const std::string& detail) {
           attempt_outcome out;
           out.ec = ec;
@@ -78,7 +80,7 @@ void countdown_latch_service::await(
 void countdown_latch_service::count(
     const std::string& raw_name,
     std::function<void(std::error_code, std::int64_t, const std::string&)> done) {
-  read_count(core_, raw_name, clock::time_point::max(), std::move(done));
+  read_count(core_, raw_name, clock::time_point::max(), clock::time_point::max(), std::move(done));
 }
 
 void countdown_latch_service::change(

@@ -73,9 +73,12 @@ inline errc classify_server_error(std::string_view text, bool from_script) {
   // A cluster node: the key's slot is served elsewhere, or is being migrated (nothing ran).
   if (starts("MOVED") || starts("ASK") || starts("CROSSSLOT")) return errc::cluster_redirect;
   // CLUSTERDOWN: the cluster cannot serve the slot right now (a failover, or no node serves
-  // it); like MASTERDOWN, it may pass.
+  // it); like MASTERDOWN, it may pass. NOREPLICAS: a master with min-replicas-to-write refuses
+  // writes while too few replicas are connected; the refused write is a script's first (rlock's
+  // scripts read, then write, then publish), so nothing ran, and it passes when the replicas
+  // come back (Redisson retries it too: RedisNoReplicasException is a RedisRetryException).
   if (starts("LOADING") || starts("BUSY") || starts("MASTERDOWN") || starts("TRYAGAIN") ||
-      starts("CLUSTERDOWN")) {
+      starts("CLUSTERDOWN") || starts("NOREPLICAS")) {
     return errc::server_busy;
   }
   // maxclients: the server closes this connection; one may be free on a later attempt.
@@ -84,6 +87,9 @@ inline errc classify_server_error(std::string_view text, bool from_script) {
   if (text.find("OOM command not allowed") != std::string_view::npos) return errc::out_of_memory;
   // Redis 6 wraps errors raised inside scripts ("ERR Error running script ...: -READONLY ...").
   if (text.find("READONLY You can't write") != std::string_view::npos) return errc::read_only;
+  if (text.find("NOREPLICAS Not enough good replicas") != std::string_view::npos) {
+    return errc::server_busy;
+  }
   // An ACL check inside a script ("ERR The user executing the script can't publish to the
   // channel mentioned in the command ..."; also commands and keys) is NOPERM by another name.
   if (text.find("The user executing the script can't") != std::string_view::npos) {

@@ -162,8 +162,10 @@ void expirable_semaphore_service::acquire(std::string raw_name, std::int64_t per
     const std::string timeouts = expirable_semaphore_timeout_key(key);
     const std::string channel = semaphore_channel(key);
     exec_options o = once_options(key);
-    // Every try gets at least one request timeout, so that its outcome is known.
+    // Every try gets at least one request timeout, so that its outcome is known; none starts
+    // after the deadline.
     o.deadline = std::max(deadline, clock::now() + c->cfg().timeout);
+    o.start_by = deadline;
     ask_replicas(c->cfg(), o);
     const std::string_view keys[] = {key, timeouts, channel};
     std::vector<std::string_view> args{lease_ms};

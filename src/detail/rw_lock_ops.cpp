@@ -125,8 +125,10 @@ void rw_lock_service::acquire(rw_acquire_request req, done_flag done) {
     const std::string lease_ms = std::to_string(lease.count());
     const std::string ttl = once_ttl_ms(c->cfg());
     exec_options o = once_options(key);
-    // At least one request timeout per try, so that its outcome is known.
+    // At least one request timeout per try, so that its outcome is known; none starts after
+    // the deadline.
     o.deadline = std::max(deadline, clock::now() + c->cfg().timeout);
+    o.start_by = deadline;
     ask_replicas(c->cfg(), o);
     const std::string_view keys[] = {key, latch, prefix};
     const std::string_view args[] = {lease_ms, owner, mode_arg(mode), ttl};

@@ -75,8 +75,9 @@ void semaphore_service::acquire(
     const std::string ttl = once_ttl_ms(c->cfg());
     exec_options o = once_options(key);
     // Every try gets at least one request timeout, so that its outcome is known (a try cut off
-    // by the deadline could have taken the permits unseen).
+    // by the deadline could have taken the permits unseen); none starts after the deadline.
     o.deadline = std::max(deadline, clock::now() + c->cfg().timeout);
+    o.start_by = deadline;
     ask_replicas(c->cfg(), o);
     const std::string_view keys[] = {key, latch};
     const std::string_view args[] = {count, ttl};

@@ -90,6 +90,31 @@ inline config config_for_listener(const std::string& url, std::chrono::milliseco
   return c;
 }
 
+/// Checks the outcome of a wait of `wait` that met a server refusing it throughout with a reply
+/// that proves nothing ran (BUSY, LOADING, NOREPLICAS): not met, errc::server_busy with `reply`
+/// in what() (when not empty), and over by its deadline after using its time (a retry halfway
+/// to the deadline) and no more. `what` names the call in failure messages.
+inline void expect_busy_until_deadline(const std::string& what, const outcome& o,
+                                       std::chrono::milliseconds wait,
+                                       const std::string& reply = {}) {
+  EXPECT_FALSE(o.value) << what;
+  EXPECT_EQ(o.ec, errc::server_busy) << what << ": " << o.what;
+  if (!reply.empty()) {
+    EXPECT_NE(o.what.find(reply), std::string::npos) << what << ": " << o.what;
+  }
+  EXPECT_GE(o.took, (wait / 2).count()) << what;
+  EXPECT_LT(o.took, (wait + slack).count()) << what;
+}
+
+/// A config for `server` with Redisson's retry delays (rlock's defaults, 1-2 s between
+/// attempts) instead of the tests' short ones.
+inline config redisson_delays(const redis_server& server) {
+  config cfg = config_for(server);
+  cfg.retry_delay_base = config{}.retry_delay_base;
+  cfg.retry_delay_max = config{}.retry_delay_max;
+  return cfg;
+}
+
 /// The integer value of `field` in INFO `section` (for example memory / used_memory).
 inline long long info_field(const redis_server& server, const std::string& section,
                             const std::string& field) {

@@ -237,7 +237,32 @@ TEST(retry_fsm, deadline_cuts_a_sequence_of_retries_short) {
 TEST(retry_fsm, deadline_accessor) {
   retry_fsm f(1, false, far);
   EXPECT_EQ(f.deadline(), far);
+  EXPECT_EQ(f.start_by(), far);
   EXPECT_EQ(f.attempts(), 0);
+}
+
+// A wait's try gets a whole request timeout for its reply (deadline), but no try starts after
+// the wait's own end (start_by): a semaphore's try_acquire_for(1 s) against a server answering
+// BUSY used to retry until the request timeout (3 s) instead.
+TEST(retry_fsm, start_by_bounds_the_retries_and_the_deadline_the_replies) {
+  const auto start_by = t0 + 1000ms;
+  const auto deadline = t0 + 3000ms;
+  retry_fsm f(10, false, deadline, start_by);
+  EXPECT_EQ(f.deadline(), deadline);
+  EXPECT_EQ(f.start_by(), start_by);
+  // The policy's 1-2 s delay would pass start_by: halfway to it instead, not to the deadline.
+  auto a = f.on_result(ec_of(errc::server_busy), true, t0, 1500ms);
+  EXPECT_EQ(a.what, kind::retry_after);
+  EXPECT_EQ(a.delay, 500ms);
+  a = f.on_result(ec_of(errc::server_busy), true, t0 + 600ms, 100ms);
+  EXPECT_EQ(a.what, kind::retry_after);
+  EXPECT_EQ(a.delay, 100ms);
+  // At or past start_by, with the deadline still ahead: done.
+  EXPECT_EQ(f.on_result(ec_of(errc::server_busy), true, start_by, 0ms).what, kind::done);
+  // A start_by past the deadline changes nothing.
+  retry_fsm g(10, false, deadline, far);
+  EXPECT_EQ(g.start_by(), deadline);
+  EXPECT_EQ(g.on_result(ec_of(errc::server_busy), true, t0, 4000ms).delay, 1500ms);
 }
 
 // ---- is_transient ----
@@ -284,6 +309,10 @@ TEST(classify_server_error, maps_error_prefixes) {
       {"TRYAGAIN Multiple keys request during rehashing of slot", errc::server_busy,
        errc::server_busy},
       {"ERR max number of clients reached", errc::server_busy, errc::server_busy},
+      {"NOREPLICAS Not enough good replicas to write.", errc::server_busy, errc::server_busy},
+      {"NOREPLICAS Not enough good replicas to write. script: 30ada88aea1b8902e826c526ebaa6427051"
+       "6b3ec, on @user_script:1.",
+       errc::server_busy, errc::server_busy},
       {"ERR The user executing the script can't publish to the channel mentioned in the "
        "command script: 2ad327233e1aa94a829644d76797416e6c5213ce, on @user_script:1.",
        errc::no_permission, errc::no_permission},
@@ -327,6 +356,14 @@ TEST(classify_server_error, finds_wrapped_readonly_in_redis_6_script_errors) {
                                   "only replica.",
                                   true),
             errc::read_only);
+}
+
+TEST(classify_server_error, finds_wrapped_noreplicas_in_redis_6_script_errors) {
+  EXPECT_EQ(classify_server_error("ERR Error running script (call to f_x): @user_script:1: "
+                                  "@user_script: 1: -NOREPLICAS Not enough good replicas to "
+                                  "write.",
+                                  true),
+            errc::server_busy);
 }
 
 TEST(classify_server_error, finds_wrapped_wrongtype_and_oom_in_script_errors) {
