@@ -4,6 +4,7 @@
 // Defines:
 //   rlock::tls_options     certificates and verification for rediss:// connections
 //   rlock::server_address  one parsed redis://, rediss:// or unix:// URL
+//   rlock::credentials     a user and password (config::credentials_resolver's answer)
 //   rlock::config          everything a rlock::client needs
 //   rlock::parse_url       URL parsing, with a precise error for each malformed part
 //
@@ -59,6 +60,14 @@ struct server_address {
   std::string to_string() const;
 };
 
+/// A user and a password for one connection (config::credentials_resolver). Sent as for
+/// config::username and config::password: no password and no user, no AUTH; a user without a
+/// password, AUTH with an empty password.
+struct credentials {
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+};
+
 /// Parses `redis://[user[:password]@]host[:port][/db]`, `rediss://...` (TLS) and
 /// `unix:///path/to/socket[?db=N]`. User and password may be percent-encoded; IPv6 hosts go in
 /// brackets. The port defaults to 6379 and the database to 0.
@@ -92,6 +101,28 @@ struct config {
   /// The master's (in Sentinel mode) or the server's user and password.
   std::optional<std::string> username;
   std::optional<std::string> password;
+  /// Redisson's credentialsResolver. When set, it is asked for the user and password of every
+  /// connection to a data server (the single server, the master found through the Sentinels,
+  /// each Cluster node; command and pub/sub connections alike) each time one connects, and its
+  /// answer replaces username and password above and those in the URLs. For credentials that
+  /// change while the client runs: a password rotated with ACL SETUSER, a cloud provider's
+  /// short-lived auth token.
+  /// Guarantees:
+  ///   - connections already set up stay as they are (Redis checks credentials at AUTH only);
+  ///     every reconnect asks again, so a client whose connects fail with errc::auth_failed
+  ///     (the old password removed) works again at the first reconnect after the resolver
+  ///     answers with the new one (reconnects back off up to reconnect_delay_max);
+  ///   - an exception it throws fails that connect with errc::auth_failed, its what() in the
+  ///     error's text, before anything is sent; the connection tries again later, as after a
+  ///     refused AUTH, and asks again then;
+  ///   - the Sentinels' own connections are not asked about: they use sentinel_username and
+  ///     sentinel_password.
+  /// Called with the server's address (without credentials), on one of the client's I/O
+  /// threads, possibly on several at once: it must be thread-safe and return quickly (read a
+  /// file, or a token fetched ahead of time on a thread of your own). While it runs, that
+  /// thread's I/O waits, and the time it takes counts against connect_timeout. A blocking call
+  /// of this client made from it throws errc::invalid_argument.
+  std::function<credentials(const server_address& server)> credentials_resolver;
   int database = 0;
   /// Sentinel mode (Redisson's SentinelServersConfig), when not empty: the name of the master
   /// the Sentinels in sentinel_addresses monitor. Every connection, on every (re)connect, asks

@@ -88,6 +88,7 @@ connection_options server_options(const config& c, const server_address& address
   if (opts.address.database == 0) opts.address.database = c.database;
   opts.username = address.username ? address.username : c.username;
   opts.password = address.password ? address.password : c.password;
+  opts.credentials_resolver = c.credentials_resolver;
   return opts;
 }
 
@@ -112,6 +113,7 @@ connection_options sentinel_options(const config& c) {
   opts.address.database = c.database;
   opts.username = c.username;
   opts.password = c.password;
+  opts.credentials_resolver = c.credentials_resolver;
   return opts;
 }
 

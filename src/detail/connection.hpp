@@ -97,6 +97,9 @@ struct connection_options {
   server_address address;
   std::optional<std::string> username;
   std::optional<std::string> password;
+  /// When set, asked at each connect; its answer replaces username and password
+  /// (config::credentials_resolver).
+  std::function<credentials(const server_address&)> credentials_resolver;
   std::string client_name;
   tls_options tls;
   std::shared_ptr<asio::ssl::context> tls_context;
@@ -208,6 +211,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // Sentinel mode: the server's answer to ROLE during setup, as an error when it is no master.
   std::optional<std::string> not_master(const exec_result& role) const;
   void on_transport_connected(std::uint64_t gen, std::error_code ec, std::string detail);
+  // The user and password of this connect: the resolver's answer when there is one. nullopt
+  // when the resolver threw: the connect has failed then (auth_failed, its text in the detail).
+  std::optional<credentials> setup_credentials(std::uint64_t gen);
   void send_setup(std::uint64_t gen);
   // How a failed connect reads in handlers::on_link: a failure at opts_.address; no address
   // to try (no Sentinel named the master: the report names no server); or not reported (a

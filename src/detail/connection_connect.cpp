@@ -79,17 +79,37 @@ void connection::on_transport_connected(std::uint64_t gen, std::error_code ec, s
   send_setup(gen);
 }
 
+std::optional<credentials> connection::setup_credentials(std::uint64_t gen) {
+  if (!opts_.credentials_resolver) return credentials{opts_.username, opts_.password};
+  server_address server = opts_.address;
+  server.username.reset();
+  server.password.reset();
+  std::string why;
+  try {
+    return opts_.credentials_resolver(server);
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+    why = "an exception not derived from std::exception";
+  }
+  setup_failed(gen, make_error_code(errc::auth_failed),
+               "credentials_resolver failed for " + server.to_string() + ": " + why);
+  return std::nullopt;
+}
+
 void connection::send_setup(std::uint64_t gen) {
+  const std::optional<credentials> login = setup_credentials(gen);
+  if (!login) return;
   // Setup commands are written directly, ahead of any queued user request.
   std::vector<std::vector<std::string>> cmds;
-  if (opts_.password) {
-    if (opts_.username) {
-      cmds.push_back({"AUTH", *opts_.username, *opts_.password});
+  if (login->password) {
+    if (login->username) {
+      cmds.push_back({"AUTH", *login->username, *login->password});
     } else {
-      cmds.push_back({"AUTH", *opts_.password});
+      cmds.push_back({"AUTH", *login->password});
     }
-  } else if (opts_.username) {
-    cmds.push_back({"AUTH", *opts_.username, ""});
+  } else if (login->username) {
+    cmds.push_back({"AUTH", *login->username, ""});
   }
   if (opts_.address.database != 0) {
     cmds.push_back({"SELECT", std::to_string(opts_.address.database)});

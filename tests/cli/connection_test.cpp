@@ -1,6 +1,7 @@
 // The server check: unavailable servers exit 69 within --connect-timeout; passwords come from
 // the environment or a file, never from an option value.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "support/redis_server.hpp"
 #include "support/replica_acks.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 
 namespace rlock::test {
 namespace {
@@ -242,6 +244,42 @@ TEST(cli_connection, a_password_file_beats_the_password_in_the_environment) {
       run_rlock({"status", "p", "--url", "redis://alice@" + a.host, "--password-file", good},
                 {"RLOCK_PASSWORD=pw-stale"});
   EXPECT_EQ(over_env.status, 0) << over_env.err;
+}
+
+// A long `rlock exec` across a password rotation: the password file is read again at every
+// reconnect. Before, it was read once: once the server had dropped its connections, every
+// reconnect was refused with the old password (the holder had no connection for 10 s).
+TEST(cli_connection, a_password_rotated_in_its_file_is_used_from_the_next_reconnect) {
+  acl_server a;
+  const std::string file = a.password_file("pw", "pw-alice");
+  fifo_marker held(a.dir.path() / "held");
+  const auto go = a.dir.path() / "go";
+  ASSERT_EQ(::mkfifo(go.c_str(), 0600), 0);
+  child_process holder =
+      start_rlock({"exec", "rot", "--url", "redis://alice@" + a.host, "--password-file", file, "--",
+                   "sh", "-c", "echo held > \"$F\"; read x < \"$G\""},
+                  {"F=" + held.path().string(), "G=" + go.string()});
+  ASSERT_EQ(held.read_line(10s), std::optional<std::string>("held")) << holder.error_output();
+
+  // The password changes on the server and in the file; the old one no longer works.
+  ASSERT_EQ(a.server.cli({"ACL", "SETUSER", "alice", "resetpass", ">pw-new"}), "OK");
+  a.password_file("pw", "pw-new");
+  const auto alice_connections = [&] {
+    const std::string list = a.server.cli({"CLIENT", "LIST"});
+    long long n = 0;
+    for (auto at = list.find("user=alice "); at != std::string::npos;
+         at = list.find("user=alice ", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  ASSERT_GT(alice_connections(), 0);
+  ASSERT_NE(a.server.cli({"CLIENT", "KILL", "USER", "alice"}), "0");
+  // The holder reconnects, with the password the file holds now.
+  ASSERT_TRUE(wait_until([&] { return alice_connections() > 0; }, 10s)) << holder.error_output();
+  std::ofstream(go) << "go\n";
+  EXPECT_EQ(exit_status(holder, 10s), 0) << holder.error_output();
+  EXPECT_EQ(a.server.cli({"EXISTS", "rot"}), "0") << "the release did not reach the server";
 }
 
 // --user and a URL's user must agree: before, --user was silently ignored.

@@ -6,6 +6,7 @@
 
 #include <future>
 #include <iostream>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -570,6 +571,64 @@ TEST(cluster, spent_request_keys_of_many_slots_are_deleted_slot_by_slot) {
   for (int i = 0; i < 40; i += 13) {
     const std::string name = "spent-" + std::to_string(i);
     EXPECT_EQ(cluster.owner_of(name).cli({"GET", name}), "1") << name;
+  }
+}
+
+// config::credentials_resolver in Cluster mode: asked with each node's own address, and every
+// command and pub/sub connection to a master logs in as the user it names.
+TEST(cluster, a_credentials_resolver_is_asked_for_every_node) {
+  redis_cluster cluster;
+  for (const auto& node : cluster.nodes()) {
+    ASSERT_EQ(node->cli({"ACL", "SETUSER", "rot", "on", ">pw", "~*", "&*", "+@all"}), "OK");
+  }
+  std::mutex mu;
+  std::set<std::uint16_t> asked;
+  config cfg = cluster_config(cluster);
+  cfg.client_name = "resolved";
+  cfg.credentials_resolver = [&](const server_address& server) {
+    std::lock_guard lk(mu);
+    asked.insert(server.port);
+    return credentials{"rot", "pw"};
+  };
+  client holder(cfg);
+  client waiter(cfg);
+  // A wait woken by the release on every master: commands and subscriptions on each.
+  for (const std::string& name : one_name_per_master(cluster, 3, "resolved-")) {
+    auto held = holder.get_lock(name);
+    held.lock();
+    auto wanted = waiter.get_lock(name);
+    auto got = try_lock_then_unlock_async(wanted, 20s);
+    // It listens on its process's hand-off channel (the holder hands the lock over through the
+    // queue) or on the lock's Redisson channel.
+    const redis_server& owner = cluster.owner_of(name);
+    ASSERT_TRUE(wait_until(
+        [&] {
+          const auto handoff =
+              owner.cli_reply({"PUBSUB", "SHARDCHANNELS", "rlock_handoff:{" + name + "}:*"});
+          return !handoff.elements.empty() ||
+                 shardnumsub_of(owner, "redisson_lock__channel:{" + name + "}") > 0;
+        },
+        10s));
+    held.unlock_or_throw();
+    EXPECT_TRUE(got.get()) << name;
+  }
+  for (int m = 0; m < 3; ++m) {
+    const redis_server& master = cluster.master(m);
+    {
+      std::lock_guard lk(mu);
+      EXPECT_TRUE(asked.contains(master.port())) << "master " << m << " was not asked about";
+    }
+    // Each of the client's connections there is the resolver's user.
+    const std::string list = master.cli({"CLIENT", "LIST"});
+    int ours = 0;
+    for (std::size_t at = list.find("name=resolved "); at != std::string::npos;
+         at = list.find("name=resolved ", at + 1)) {
+      ++ours;
+      const std::size_t end = list.find('\n', at);
+      EXPECT_NE(list.substr(at, end - at).find(" user=rot "), std::string::npos)
+          << list.substr(at, end - at);
+    }
+    EXPECT_GE(ours, 2) << "a command and a pub/sub connection on master " << m;
   }
 }
 

@@ -93,8 +93,8 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
       ->check(non_empty())
       ->group(group);
   app.add_option("--password-file", opts.password_file,
-                 "Read the password from the first line of FILE (default: the password in "
-                 "$RLOCK_URL, else $RLOCK_PASSWORD)")
+                 "Read the password from the first line of FILE, again at every reconnect "
+                 "(default: the password in $RLOCK_URL, else $RLOCK_PASSWORD)")
       ->type_name("FILE")
       ->check(non_empty())
       ->group(group);
@@ -300,6 +300,17 @@ rlock::config finish_config(const connection_options& opts, rlock::config cfg,
     bare.password.reset();
     cfg.address = bare.to_string();
     if (address.username) cfg.username = address.username;
+  }
+  if (!opts.password_file.empty()) {
+    // Read again at every connect, so that a long `rlock exec` reconnects with a password
+    // rotated in the file meanwhile (a mounted secret is updated in place). The user is the
+    // one the URL or --user names (a --sentinel URL's user is the Sentinel's, not the
+    // master's). A file that cannot be read then fails that connect, and says why.
+    std::optional<std::string> user = cfg.username;
+    if (!user && cfg.master_name.empty()) user = address.username;
+    cfg.credentials_resolver = [path = opts.password_file, user](const rlock::server_address&) {
+      return rlock::credentials{user, read_first_line(path, "--password-file")};
+    };
   }
   cfg.client_name = "rlock-cli";
   cfg.timeout = opts.timeout;

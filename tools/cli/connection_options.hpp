@@ -4,7 +4,10 @@
 // Sources, first match wins (an option given on the command line beats the environment):
 //   server    --url, else $RLOCK_URL, else redis://127.0.0.1:6379
 //   password  --password-file FILE (first line), else the URL's own (only $RLOCK_URL may carry
-//             one), else $RLOCK_PASSWORD; never an option value, so it does not show in `ps`
+//             one), else $RLOCK_PASSWORD; never an option value, so it does not show in `ps`.
+//             The file is read again at every (re)connect: a password rotated in it is used
+//             from the next reconnect on (a file unreadable then fails that connect, exit 69
+//             if no later one succeeds in time)
 //   user      --user NAME or the URL's own (ACL user); both given and different: usage error
 //   TLS       rediss:// URLs; --tls-ca, --tls-cert, --tls-key, --tls-server-name,
 //             --tls-insecure
