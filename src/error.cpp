@@ -39,7 +39,7 @@ class category_impl final : public std::error_category {
       case errc::protocol_error:
         return "protocol error in the reply stream";
       case errc::server_busy:
-        return "server busy (LOADING, BUSY, or maxclients reached)";
+        return "server busy (LOADING, BUSY, NOREPLICAS, or maxclients reached)";
       case errc::not_owner:
         return "lock not held by this owner";
       case errc::lock_lost:
