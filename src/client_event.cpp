@@ -37,7 +37,8 @@ std::string why(const client_event& e) {
 std::string describe(const client_event& e) {
   switch (e.kind) {
     case client_event_kind::connected:
-      return "connected to " + e.server;
+      // The detail, when there is one, is a warning about the server (its eviction policy).
+      return "connected to " + e.server + (e.detail.empty() ? "" : ": " + e.detail);
     case client_event_kind::disconnected:
       // The code is connection_lost as a rule, whose message speaks of a request's outcome: the
       // detail (how the link ended) says more.

@@ -72,6 +72,12 @@
 //     with errc::replication_not_confirmed),
 //     which narrows that window but does not close it: renewals are not waited for, and the
 //     replica promoted need not be one that acknowledged. Fencing tokens close it.
+//   - Memory: a lock's keys have a TTL, so a server whose maxmemory-policy evicts (any policy
+//     but noeviction: volatile-ttl evicts the shortest TTLs first, and a held lock's is short)
+//     may delete a held lock under memory pressure. Another client may then take it before the
+//     holder's next renewal (within a third of the lease) stops loss_token(). Locks belong on a
+//     server with noeviction, where a full server fails acquires with errc::out_of_memory and
+//     keeps the locks it has (its releases still work: they delete first).
 //   - Clocks: the client times waits, leases and renewals on steady_clock only, so a jump of
 //     its own wall clock changes nothing. The Redis server counts key expiry (the lease) and
 //     the queue's deadlines on its wall clock. A jump of it forward past the lease ends the

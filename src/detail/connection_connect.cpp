@@ -1,5 +1,6 @@
 // connection: connecting, the setup commands, and reconnecting after a failure.
 #include <algorithm>
+#include <string>
 #include <string_view>
 
 #include "detail/connection.hpp"
@@ -20,6 +21,17 @@ const char* unfinished_step(transport::connect_phase phase) {
       break;
   }
   return "with no answer to its setup commands";
+}
+
+/// The warning that a `connected` event carries for CONFIG GET maxmemory-policy's reply
+/// (["maxmemory-policy", policy]): empty for noeviction, and when the reply tells nothing.
+std::string eviction_warning(const reply_view& r) {
+  if (!r.is_array() || r.size() < 2) return {};
+  const std::string_view policy = r[1].str();
+  if (policy.empty() || policy == "noeviction") return {};
+  return "maxmemory-policy is " + std::string(policy) +
+         ": under memory pressure the server may evict keys, held locks included (noeviction "
+         "keeps them)";
 }
 
 }  // namespace
@@ -136,6 +148,11 @@ void connection::send_setup(std::uint64_t gen) {
   // they may name the old one, which is then being demoted).
   if (!opts_.sentinels.empty()) cmds.push_back({"ROLE"});
   for (const auto& text : opts_.scripts) cmds.push_back({"SCRIPT", "LOAD", text});
+  // With events wanted, command connections ask whether the server may evict keys under memory
+  // pressure, held locks included: the link's `connected` event then warns. Best effort, as
+  // CLIENT INFO: managed services rename CONFIG away, and ACL users often lack it.
+  const bool eviction_check = handlers_.on_link && !opts_.pubsub;
+  if (eviction_check) cmds.push_back({"CONFIG", "GET", "maxmemory-policy"});
   // A final PING proves the server answers even when there is nothing else to send (and,
   // without AUTH, surfaces NOAUTH here rather than on the first user request). A server that
   // cannot persist refuses PING with MISCONF so that health checks notice; it still serves
@@ -150,23 +167,24 @@ void connection::send_setup(std::uint64_t gen) {
     std::vector<std::string_view> args(cmds[i].begin(), cmds[i].end());
     encode_command(args, bytes);
     std::string what = cmds[i][0];
-    if (what == "CLIENT" || what == "SCRIPT") what += " " + cmds[i][1];
+    if (what == "CLIENT" || what == "SCRIPT" || what == "CONFIG") what += " " + cmds[i][1];
     // The connection's name only labels it in CLIENT LIST: a server that refuses CLIENT
     // SETNAME (the command renamed away, an ACL without it) is used all the same. So is one
     // that refuses CLIENT INFO (also: older than Redis 6.2): its resends go without closing
     // the connection they left, as before.
     const bool identity = what == "CLIENT INFO";
+    const bool policy = what == "CONFIG GET";
     // Answered (closed, not found, or refused): done with, unless this setup fails before.
     std::optional<server_client> killed;
     if (i >= first_kill && i - first_kill < left_behind.size()) {
       killed = left_behind[i - first_kill];
     }
-    const bool cosmetic = what == "CLIENT SETNAME" || killed || identity;
+    const bool cosmetic = what == "CLIENT SETNAME" || killed || identity || policy;
     const bool ping = what == "PING";
     const bool role = what == "ROLE";
     entry e;
     e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic, identity, ping,
-                  role, killed = std::move(killed), what = std::move(what)](exec_result r) {
+                  role, policy, killed = std::move(killed), what = std::move(what)](exec_result r) {
       if (role) {
         if (auto why = self->not_master(r)) {
           self->setup_failed(gen, make_error_code(errc::read_only), std::move(*why));
@@ -180,6 +198,10 @@ void connection::send_setup(std::uint64_t gen) {
       if (identity && !r.ec && r.value.is_string()) {
         std::lock_guard id_lk(self->mu_);
         if (gen == self->generation_) self->server_client_ = parse_client_info(r.value.str());
+      }
+      if (policy && !r.ec) {
+        std::lock_guard policy_lk(self->mu_);
+        if (gen == self->generation_) self->eviction_warning_ = eviction_warning(r.value);
       }
       if (killed) {
         std::lock_guard kill_lk(self->mu_);
@@ -263,10 +285,15 @@ void connection::become_ready(std::uint64_t gen) {
   }
   if (handlers_.on_ready) handlers_.on_ready();
   if (handlers_.on_link) {
+    std::string warning;
+    {
+      std::lock_guard lk(mu_);
+      warning = eviction_warning_;
+    }
     handlers_.on_link({.what = link_report::change::up,
                        .server = opts_.address.to_string(),
                        .error = {},
-                       .detail = {}});
+                       .detail = std::move(warning)});
   }
 }
 

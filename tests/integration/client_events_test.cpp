@@ -82,6 +82,26 @@ TEST(client_events, a_dropped_link_is_reported_down_and_up_again) {
   EXPECT_EQ(rec.kinds(), "connected disconnected connected");
 }
 
+// A server that may evict keys under memory pressure may evict held locks (volatile-ttl: the
+// shortest TTLs first, and a held lock's is short). The link's `connected` event says so; a
+// server with noeviction (the default, in the tests above) gets no warning.
+TEST(client_events, a_server_that_may_evict_locks_is_named_when_connected) {
+  redis_server server(server_options{.extra_args = {"--maxmemory-policy", "volatile-ttl"}});
+  event_recorder rec;
+  client c(recorded_config(server, rec));
+  const auto up = rec.wait_for(client_event_kind::connected, 10s);
+  ASSERT_TRUE(up) << rec.kinds();
+  EXPECT_NE(up->detail.find("maxmemory-policy is volatile-ttl"), std::string::npos) << up->detail;
+  EXPECT_NE(up->detail.find("held locks"), std::string::npos) << up->detail;
+  EXPECT_TRUE(describe(*up).starts_with("connected to " + server.url() + ": maxmemory-policy"))
+      << describe(*up);
+  // After a drop, the warning comes with the link's next `connected` too.
+  server.cli({"CLIENT", "KILL", "TYPE", "normal"});
+  ASSERT_TRUE(wait_until([&] { return rec.count(client_event_kind::connected) == 2; }, 10s))
+      << rec.kinds();
+  EXPECT_EQ(rec.events().back().detail, up->detail);
+}
+
 TEST(client_events, a_refused_password_is_reported_once_and_the_fix_is_seen) {
   redis_server server(server_options{.requirepass = "right"});
   event_recorder rec;

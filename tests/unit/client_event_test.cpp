@@ -48,6 +48,13 @@ TEST(client_event, describe_gives_the_server_the_code_and_the_detail) {
                       .detail = "no Sentinel named the address of master 'm'"}),
             "cannot connect: " + make_error_code(errc::server_error).message() +
                 " (no Sentinel named the address of master 'm')");
+  // A connect with a warning about the server.
+  EXPECT_EQ(describe({.kind = client_event_kind::connected,
+                      .server = url,
+                      .object = {},
+                      .error = {},
+                      .detail = "maxmemory-policy is allkeys-lru"}),
+            "connected to " + url + ": maxmemory-policy is allkeys-lru");
   // A drop: how the link ended, rather than connection_lost's words on a request's outcome.
   const std::error_code lost = make_error_code(errc::connection_lost);
   EXPECT_EQ(describe({.kind = client_event_kind::disconnected,
