@@ -6,7 +6,6 @@
 
 #include <future>
 #include <iostream>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -20,6 +19,7 @@
 #include "support/event_recorder.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/replica_acks.hpp"
+#include "support/rotating_secret.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -581,15 +581,10 @@ TEST(cluster, a_credentials_resolver_is_asked_for_every_node) {
   for (const auto& node : cluster.nodes()) {
     ASSERT_EQ(node->cli({"ACL", "SETUSER", "rot", "on", ">pw", "~*", "&*", "+@all"}), "OK");
   }
-  std::mutex mu;
-  std::set<std::uint16_t> asked;
+  rotating_secret secret("pw");
   config cfg = cluster_config(cluster);
   cfg.client_name = "resolved";
-  cfg.credentials_resolver = [&](const server_address& server) {
-    std::lock_guard lk(mu);
-    asked.insert(server.port);
-    return credentials{"rot", "pw"};
-  };
+  cfg.credentials_resolver = secret.resolver();
   client holder(cfg);
   client waiter(cfg);
   // A wait woken by the release on every master: commands and subscriptions on each.
@@ -614,10 +609,8 @@ TEST(cluster, a_credentials_resolver_is_asked_for_every_node) {
   }
   for (int m = 0; m < 3; ++m) {
     const redis_server& master = cluster.master(m);
-    {
-      std::lock_guard lk(mu);
-      EXPECT_TRUE(asked.contains(master.port())) << "master " << m << " was not asked about";
-    }
+    EXPECT_TRUE(secret.ports_asked().contains(master.port()))
+        << "master " << m << " was not asked about";
     // Each of the client's connections there is the resolver's user.
     const std::string list = master.cli({"CLIENT", "LIST"});
     int ours = 0;

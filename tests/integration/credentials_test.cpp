@@ -4,49 +4,16 @@
 // auth_failed and its reason, before anything is sent.
 #include <gtest/gtest.h>
 
-#include <mutex>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
 #include "support/lock_listeners.hpp"
+#include "support/rotating_secret.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
 namespace {
-
-// What a resolver answers, changed by the test while the client runs; it records each call.
-class rotating_secret {
- public:
-  explicit rotating_secret(std::string password) : password_(std::move(password)) {}
-
-  void set(std::string password, std::string failure = {}) {
-    std::lock_guard lk(mu_);
-    password_ = std::move(password);
-    failure_ = std::move(failure);
-  }
-
-  std::function<credentials(const server_address&)> resolver() {
-    return [this](const server_address& server) {
-      std::lock_guard lk(mu_);
-      asked_.push_back(server);
-      if (!failure_.empty()) throw std::runtime_error(failure_);
-      return credentials{"rot", password_};
-    };
-  }
-
-  std::vector<server_address> asked() const {
-    std::lock_guard lk(mu_);
-    return asked_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::string password_;
-  std::string failure_;
-  std::vector<server_address> asked_;
-};
 
 server_options with_rotating_user() {
   server_options o;

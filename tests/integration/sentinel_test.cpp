@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common.hpp"
 #include "support/event_recorder.hpp"
 #include "support/replica_acks.hpp"
+#include "support/rotating_secret.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -72,6 +74,29 @@ TEST(sentinel, a_lock_is_taken_on_the_master_the_sentinel_names_after_a_dead_sen
   EXPECT_EQ(g.master->cli({"EXISTS", "through-sentinel"}), "1");
   l.unlock_or_throw();
   EXPECT_EQ(g.master->cli({"EXISTS", "through-sentinel"}), "0");
+}
+
+// config::credentials_resolver in Sentinel mode: asked with the address of the master that the
+// Sentinel named, never about the Sentinel itself (which has no such user: were it asked, the
+// Sentinel would refuse the AUTH and name no master).
+TEST(sentinel, a_credentials_resolver_is_asked_about_the_master_and_not_the_sentinels) {
+  sentinel_group g;
+  ASSERT_EQ(g.master->cli({"ACL", "SETUSER", "rot", "on", ">pw", "~*", "&*", "+@all"}), "OK");
+  rotating_secret secret("pw");
+  config cfg = g.client_config();
+  cfg.client_name = "resolved";
+  cfg.credentials_resolver = secret.resolver();
+  client c(cfg);
+  auto l = c.get_lock("resolved-sentinel");
+  ASSERT_TRUE(l.try_lock(10s, 20s));
+  EXPECT_EQ(g.master->cli({"EXISTS", "resolved-sentinel"}), "1");
+  l.unlock_or_throw();
+  EXPECT_EQ(secret.ports_asked(), std::set<std::uint16_t>{g.master->port()});
+  const std::string list = g.master->cli({"CLIENT", "LIST"});
+  const std::size_t at = list.find("name=resolved ");
+  ASSERT_NE(at, std::string::npos) << list;
+  EXPECT_NE(list.substr(at, list.find('\n', at) - at).find(" user=rot "), std::string::npos)
+      << list;
 }
 
 // Sentinels of both schemes: the client makes its TLS context for a rediss:// one even when the
