@@ -48,6 +48,7 @@ void connection::do_connect() {
     gen = ++generation_;
     reader_.reset();
     server_client_.reset();
+    eviction_warning_.clear();  // this connect's server says its own (a failover may move it)
   }
   // Sentinel mode: first asks where the master is; each Sentinel's query has its own bound.
   // Unless a Sentinel has just announced it (master_switched): the ones that did not announce
