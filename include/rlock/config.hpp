@@ -315,10 +315,24 @@ struct config {
   /// WAIT, but more than four of these in flight queue behind each other's, each adding a
   /// replication round trip, and with a replica down or lagging each waits the timeout and
   /// fails (those queued behind it longer than their own timeout fail with errc::timeout).
-  /// Redisson always asks all connected replicas and fails only when none acknowledged; rlock
-  /// asks for exactly N, which the caller chooses. At most 1,000; the timeout at least 1 ms and
-  /// at most timeout (the per-attempt timeout, which is extended by it for these requests).
+  /// N asks for exactly N, which the caller chooses. all_connected_replicas (below) is
+  /// Redisson's rule instead. At most 1,000; the timeout at least 1 ms and at most timeout (the
+  /// per-attempt timeout, which is extended by it for these requests).
   int replica_sync = 0;
+  /// replica_sync's value for Redisson's rule (its default outside single-server mode,
+  /// checkLockSyncedSlaves): the WAIT that follows each write above asks for as many replicas
+  /// as are connected to the master it goes to, and the write counts once at least one of them
+  /// acknowledged it, or when none is connected (a master without replicas). The connections
+  /// that WAIT count the master's replicas with INFO replication when they connect, and count
+  /// them again after a WAIT that got another count than it asked for (a replica lagging, gone
+  /// or new) or with a count over a second old: a write that no replica acknowledged fails only
+  /// if a replica is still connected after the WAIT. A replica that is connected but stalled
+  /// (paused, or behind a partition the master has not noticed yet) holds each such write the
+  /// whole replica_sync_timeout, as in Redisson. A server that refuses INFO (an ACL without
+  /// it) is asked for one replica: its writes count once one acknowledged them, and fail when
+  /// it has none. Redisson retries a whole acquire that no replica acknowledged; rlock undoes
+  /// it and fails with errc::replication_not_confirmed, as for N.
+  static constexpr int all_connected_replicas = -1;
   std::chrono::milliseconds replica_sync_timeout = 1000ms;
   /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every
   /// key and channel of an object derives from the mapped name, so Java and C++ peers sharing a

@@ -75,7 +75,8 @@ enum class errc {
   lock_lost,
   /// An acquire (of a lock, a semaphore's permits, a read-write lock) or an unlock of a lock or
   /// read-write lock ran on the master, but fewer replicas than config::replica_sync asks for
-  /// acknowledged it within config::replica_sync_timeout (or the master refused WAIT). An
+  /// (config::all_connected_replicas: none, with one still connected) acknowledged it within
+  /// config::replica_sync_timeout (or the master refused WAIT). An
   /// acquire has been undone (nothing is held, permits are given back); an unlock has released
   /// all the same.
   replication_not_confirmed,

@@ -68,6 +68,7 @@
 //     longer one does, and is reported through loss_token() once the holder runs again.
 //   - A Redis failover can lose a lock that was not yet replicated (Redis replication is
 //     asynchronous). With config::replica_sync an acquire returns only once that many replicas
+//     (under config::all_connected_replicas, one of those connected, or none when none is)
 //     have acknowledged it, a hand-off from the queue included (else it is undone and fails
 //     with errc::replication_not_confirmed),
 //     which narrows that window but does not close it: renewals are not waited for, and the

@@ -33,8 +33,11 @@ void validate_config(const config& c) {
     if (d > longest) bad(std::string(name) + " must be at most 100 years");
   }
   if (c.timeout.count() <= 0) bad("timeout must be positive");
-  if (c.replica_sync < 0 || c.replica_sync > 1000) bad("replica_sync must be 0 to 1000");
-  if (c.replica_sync > 0 &&
+  if ((c.replica_sync < 0 && c.replica_sync != config::all_connected_replicas) ||
+      c.replica_sync > 1000) {
+    bad("replica_sync must be 0 to 1000, or config::all_connected_replicas");
+  }
+  if (c.replica_sync != 0 &&
       (c.replica_sync_timeout.count() < 1 || c.replica_sync_timeout > c.timeout)) {
     bad("replica_sync_timeout must be at least 1 ms and at most timeout");
   }

@@ -115,6 +115,7 @@ bool connection::try_direct_send_locked() {
   const int fd = transport_.direct_fd();
   if (fd < 0) return false;
   entry& e = pending_.front();
+  append_wait_locked(e);
   const std::string_view bytes = e.req.bytes();
   ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0) {
@@ -143,11 +144,26 @@ bool connection::try_direct_send_locked() {
   return true;
 }
 
+void connection::append_wait_locked(entry& e) const {
+  if (e.req.wait_connected_timeout.count() <= 0 || e.wait_asked >= 0) return;
+  e.wait_counted = opts_.census ? opts_.census->count() : -1;
+  e.wait_asked = e.wait_counted >= 0 ? e.wait_counted : 1;
+  const std::string replicas = std::to_string(e.wait_asked);
+  const std::string wait_ms = std::to_string(e.req.wait_connected_timeout.count());
+  const std::string_view wait[] = {"WAIT", replicas, wait_ms};
+  if (e.req.external != nullptr) {
+    e.req.payload = *e.req.external;
+    e.req.external = nullptr;
+  }
+  encode_command(wait, e.req.payload);
+}
+
 void connection::start_write_locked(std::unique_lock<std::mutex>& lk) {
   if (writing_ || state_ != state::ready || pending_.empty()) return;
   write_buf_.clear();
   while (!pending_.empty()) {
     entry& e = pending_.front();
+    append_wait_locked(e);
     write_buf_ += e.req.bytes();
     written_locked(std::move(e));
     pending_.pop_front();

@@ -65,6 +65,7 @@
 #include <vector>
 
 #include "detail/exec_result.hpp"
+#include "detail/replica_census.hpp"
 #include "detail/resp.hpp"
 #include "detail/server_client.hpp"
 #include "detail/transport.hpp"
@@ -88,6 +89,12 @@ struct request {
   /// The last of `replies` answers a WAIT that follows the command: the reply before it is
   /// reported, and WAIT's count (or -1 for an error) as exec_result::replicas_acked.
   bool trailing_wait = false;
+  /// With trailing_wait, when above 0: the WAIT is not in the payload; the connection appends
+  /// `WAIT <replicas connected to its server> <wait_connected_timeout>` as it writes the request
+  /// (config::all_connected_replicas), and reports the count it asked for, or the count a
+  /// recount found, as exec_result::replicas_connected. Only on connections with
+  /// connection_options::count_replicas.
+  std::chrono::milliseconds wait_connected_timeout{0};
   /// `done` may run on the thread that waits for it (a blocking call reading its own reply),
   /// not only on an I/O thread: it must be thread-safe, quick, and must not block.
   bool completes_on_caller = false;
@@ -124,6 +131,15 @@ struct connection_options {
   /// was demoted) drops the connection, which then asks the Sentinels again.
   std::vector<server_address> sentinels;
   std::string master_name;
+  /// Set for Redisson's rule (config::all_connected_replicas): node.cpp then gives the
+  /// connections to its server that WAIT a census.
+  bool count_replicas = false;
+  /// When set, the connection counts its server's connected replicas (INFO replication) into
+  /// it during setup, and again when a WAIT of a wait_connected_timeout request got another
+  /// count than it asked for or the count is stale (replica_census.hpp); its WAITs ask for that
+  /// count. Best effort: while the server refuses INFO, they ask for 1. Shared by the
+  /// connections to one server.
+  std::shared_ptr<replica_census> census;
 };
 
 /// Options for a connection to `sentinel`, one of `base`'s Sentinels: its address and
@@ -194,6 +210,10 @@ class connection : public std::enable_shared_from_this<connection> {
     bool abandoned = false;  // completed by its deadline; its reply will be discarded
     int remaining = 1;       // replies still to read
     reply kept;              // trailing_wait: the command's reply, while WAIT's is awaited
+    // wait_connected_timeout: the count its WAIT asked for, and the replicas counted when it
+    // was written (-1: the server would not tell; it asked for 1).
+    long long wait_asked = -1;
+    long long wait_counted = -1;
   };
   using completion = std::pair<exec_callback, exec_result>;
   using completions = std::vector<completion>;
@@ -261,6 +281,16 @@ class connection : public std::enable_shared_from_this<connection> {
   void on_deadline(std::error_code ec);
   void on_ping_timer(std::error_code ec);
   bool try_direct_send_locked();
+  // A request with request::wait_connected_timeout, about to be written: its WAIT appended,
+  // asking for the replicas this connection last counted (1 when it could not count them).
+  void append_wait_locked(entry& e) const;
+  // The reply to such a request's WAIT (`res`): completed at once, unless no replica
+  // acknowledged a WAIT that asked for some: then only after INFO replication counted them
+  // again, with the replicas asked for that are still connected (one gone is not waited for).
+  // A WAIT that got another count than it asked for, or a stale count, starts a recount too.
+  void complete_counted(entry done, exec_result res, completions& out);
+  // Counts the replicas (INFO replication), then calls `then` with the count, or nullopt.
+  void recount(clock::time_point deadline, std::function<void(std::optional<long long>)> then);
   static void run(completions& c);
 
   connection_options opts_;

@@ -154,6 +154,9 @@ void connection::send_setup(std::uint64_t gen) {
   // CLIENT INFO: managed services rename CONFIG away, and ACL users often lack it.
   const bool eviction_check = handlers_.on_link && !opts_.pubsub;
   if (eviction_check) cmds.push_back({"CONFIG", "GET", "maxmemory-policy"});
+  // config::all_connected_replicas: how many replicas the WAITs that follow lock writes ask
+  // for. Best effort: a server that refuses INFO is asked for 1.
+  if (opts_.census) cmds.push_back({"INFO", "replication"});
   // A final PING proves the server answers even when there is nothing else to send (and,
   // without AUTH, surfaces NOAUTH here rather than on the first user request). A server that
   // cannot persist refuses PING with MISCONF so that health checks notice; it still serves
@@ -175,17 +178,19 @@ void connection::send_setup(std::uint64_t gen) {
     // the connection they left, as before.
     const bool identity = what == "CLIENT INFO";
     const bool policy = what == "CONFIG GET";
+    const bool replicas = what == "INFO";
     // Answered (closed, not found, or refused): done with, unless this setup fails before.
     std::optional<server_client> killed;
     if (i >= first_kill && i - first_kill < left_behind.size()) {
       killed = left_behind[i - first_kill];
     }
-    const bool cosmetic = what == "CLIENT SETNAME" || killed || identity || policy;
+    const bool cosmetic = what == "CLIENT SETNAME" || killed || identity || policy || replicas;
     const bool ping = what == "PING";
     const bool role = what == "ROLE";
     entry e;
     e.req.done = [self = shared_from_this(), gen, last = (i + 1 == n), cosmetic, identity, ping,
-                  role, policy, killed = std::move(killed), what = std::move(what)](exec_result r) {
+                  role, policy, replicas, killed = std::move(killed),
+                  what = std::move(what)](exec_result r) {
       if (role) {
         if (auto why = self->not_master(r)) {
           self->setup_failed(gen, make_error_code(errc::read_only), std::move(*why));
@@ -203,6 +208,15 @@ void connection::send_setup(std::uint64_t gen) {
       if (policy && !r.ec) {
         std::lock_guard policy_lk(self->mu_);
         if (gen == self->generation_) self->eviction_warning_ = eviction_warning(r.value);
+      }
+      if (replicas && self->opts_.census) {
+        const auto count =
+            !r.ec && r.value.is_string() ? connected_replicas_in(r.value.str()) : std::nullopt;
+        if (count) {
+          self->opts_.census->counted(*count);
+        } else {
+          self->opts_.census->forget();
+        }
       }
       if (killed) {
         std::lock_guard kill_lk(self->mu_);

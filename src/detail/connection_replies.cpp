@@ -177,7 +177,65 @@ void connection::handle_reply_locked(reply r, completions& out) {
     }
   }
   res.value = std::move(r);
+  if (done.req.wait_connected_timeout.count() > 0) {
+    complete_counted(std::move(done), std::move(res), out);
+    return;
+  }
   out.emplace_back(std::move(done.req.done), std::move(res));
+}
+
+void connection::complete_counted(entry done, exec_result res, completions& out) {
+  res.replicas_connected = done.wait_counted;
+  const auto& census = opts_.census;
+  if (!census || done.wait_counted < 0 || res.replicas_acked < 0) {
+    out.emplace_back(std::move(done.req.done), std::move(res));
+    return;
+  }
+  if (res.replicas_acked > 0 || done.wait_asked == 0) {
+    // Counted whatever the replicas now: one acknowledged, or none was asked for. The count
+    // is taken again (in the background) when WAIT met another than it asked for (a replica
+    // lagging, gone or new) or is stale (a replica that joined does not show in WAIT 0's reply).
+    const bool recount_now = res.replicas_acked != done.wait_asked || census->begin_stale_recount();
+    out.emplace_back(std::move(done.req.done), std::move(res));
+    if (recount_now) {
+      out.emplace_back(
+          [self = shared_from_this(), deadline = done.req.deadline](exec_result) {
+            self->recount(deadline, [](std::optional<long long>) {});
+          },
+          exec_result{});
+    }
+    return;
+  }
+  // None of those asked for acknowledged: counted only if none of them is connected any more.
+  // The recount runs once the completions run (not under mu_, which submit takes). exec_result
+  // holds a reply, which is not copyable, and a std::function's target must be.
+  auto held = std::make_shared<exec_result>(std::move(res));
+  out.emplace_back(
+      [self = shared_from_this(), cb = std::move(done.req.done), held, asked = done.wait_asked,
+       deadline = done.req.deadline](exec_result) {
+        self->recount(deadline, [cb, held, asked](std::optional<long long> counted) {
+          if (counted) held->replicas_connected = std::min(asked, *counted);
+          if (cb) cb(std::move(*held));
+        });
+      },
+      exec_result{});
+}
+
+void connection::recount(clock::time_point deadline,
+                         std::function<void(std::optional<long long>)> then) {
+  request info;
+  const std::string_view cmd[] = {"INFO", "replication"};
+  info.payload = encode_command(cmd);
+  // Within the request's own deadline, but never less than a moment: its write has run.
+  info.deadline = std::max(deadline, clock::now() + std::chrono::milliseconds(100));
+  info.done = [census = opts_.census, then = std::move(then)](exec_result r) {
+    std::optional<long long> counted;
+    if (!r.ec && r.value.is_string()) counted = connected_replicas_in(r.value.str());
+    if (counted) census->counted(*counted);
+    census->recount_done();
+    then(counted);
+  };
+  submit(std::move(info));
 }
 
 // ---- reading on plain sockets (the I/O thread, or a polling caller) ----

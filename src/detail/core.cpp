@@ -57,6 +57,7 @@ core::core(config cfg, const std::vector<const script*>& scripts)
                             : cfg_.master_name.empty() ? server_options(cfg_, address_)
                                                        : sentinel_options(cfg_);
   opts.client_name = cfg_.client_name;
+  opts.count_replicas = cfg_.replica_sync == config::all_connected_replicas;
   opts.tls = cfg_.tls;
   const auto tls = [](const server_address& a) { return a.kind == server_address::scheme::rediss; };
   if (tls(opts.address) || std::ranges::any_of(opts.sentinels, tls)) {
@@ -93,7 +94,7 @@ core::core(config cfg, const std::vector<const script*>& scripts)
             .seeds = seeds,
             .pool_size = cfg_.connection_pool_size,
             .sub_pool_size = cfg_.subscription_connection_pool_size,
-            .synced_pool_size = cfg_.replica_sync > 0 ? replica_sync_connections : 0,
+            .synced_pool_size = cfg_.replica_sync != 0 ? replica_sync_connections : 0,
             .scan_interval = cfg_.cluster_scan_interval,
             .timeout = cfg_.timeout,
             .on_change =
@@ -119,7 +120,7 @@ core::core(config cfg, const std::vector<const script*>& scripts)
   } else {
     node_ = std::make_unique<node>(io_, opts, cfg_.connection_pool_size,
                                    cfg_.subscription_connection_pool_size,
-                                   cfg_.replica_sync > 0 ? replica_sync_connections : 0, events_);
+                                   cfg_.replica_sync != 0 ? replica_sync_connections : 0, events_);
     node_->start();
   }
   if (!opts.sentinels.empty()) {

@@ -64,7 +64,9 @@ struct exec_options {
   std::vector<server_client> fence;
   /// eval only: when above 0, the script is followed in the same write by WAIT sync_replicas
   /// sync_timeout, whose count the result carries (exec_result::replicas_acked); each attempt's
-  /// timeout is extended by sync_timeout.
+  /// timeout is extended by sync_timeout. config::all_connected_replicas (below 0): WAIT asks
+  /// for the replicas connected to the server it is sent to, which its connection counts
+  /// (exec_result::replicas_connected).
   int sync_replicas = 0;
   std::chrono::milliseconds sync_timeout{0};
 };

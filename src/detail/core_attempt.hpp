@@ -23,7 +23,11 @@ struct core::attempt {
   bool written_once = false;         // some attempt may have reached the server
   bool completes_on_caller = false;  // see exec_options
   bool close_unknown = false;        // see exec_options
-  bool trailing_wait = false;        // `payload` ends with a WAIT (exec_options::sync_replicas)
+  // A WAIT follows the script (exec_options::sync_replicas): at the end of `payload`, or, with
+  // wait_connected_timeout (config::all_connected_replicas: the WAIT's timeout), appended by
+  // the connection, which knows how many replicas its server has.
+  bool trailing_wait = false;
+  std::chrono::milliseconds wait_connected_timeout{0};
   std::vector<server_client> fence;  // see exec_options
   // Connections on which an attempt was written whose outcome is unknown (exec_result).
   std::vector<server_client> unknown_on;

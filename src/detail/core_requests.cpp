@@ -49,7 +49,13 @@ void core::eval(const script& s, std::span<const std::string_view> keys,
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   encode_command(argv, a->payload);
-  if (opts.sync_replicas > 0) {
+  if (opts.sync_replicas < 0) {
+    // The connection appends the WAIT as it writes the request: it knows how many replicas its
+    // server has.
+    a->trailing_wait = true;
+    a->wait_connected_timeout = opts.sync_timeout;
+    a->timeout += opts.sync_timeout;
+  } else if (opts.sync_replicas > 0) {
     // WAIT in the same write, on the same connection: it waits for this connection's writes,
     // the script's included. (NOSCRIPT recovery and the sharded twin keep it: they rewrite only
     // the EVALSHA's head.)
@@ -142,6 +148,7 @@ void core::send(const std::shared_ptr<attempt>& a) {
   r.from_script = a->from_script;
   if (a->trailing_wait) {
     r.trailing_wait = true;
+    r.wait_connected_timeout = a->wait_connected_timeout;
     ++r.replies;
   }
   r.completes_on_caller = a->completes_on_caller;

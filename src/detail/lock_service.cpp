@@ -134,7 +134,7 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
   // Under replica_sync a lock handed over by the queue is confirmed by a synced attempt of
   // its own before the acquire returns (config.hpp).
   p.confirm_handoff =
-      core_->cfg().replica_sync > 0 && core_->cfg().lock_queue && req.kind == lock_kind::reentrant;
+      asks_replicas(core_->cfg()) && core_->cfg().lock_queue && req.kind == lock_kind::reentrant;
   const std::uint64_t token = next_token_.fetch_add(1, std::memory_order_relaxed) + 1;
   // Each acquire's jitter differs: waiters of one name in different processes draw their own.
   p.spin_seed = token ^ std::hash<std::string>{}(core_->id());

@@ -88,14 +88,20 @@ node::node(asio::io_context& io, const connection_options& opts, int pool_size, 
     link_events_ = std::make_shared<link_events>(std::move(events), opts.address);
     h.on_link = [l = link_events_](const link_report& r) { l->report(r); };
   }
+  // Only the connections that WAIT count the server's replicas, into one census.
+  connection_options plain = opts;
+  plain.count_replicas = false;
+  plain.census = nullptr;
+  connection_options synced = plain;
+  if (opts.count_replicas) synced.census = std::make_shared<replica_census>();
   for (int i = 0; i < std::max(1, pool_size); ++i) {
-    conns_.push_back(std::make_shared<connection>(io, opts, h));
+    conns_.push_back(std::make_shared<connection>(io, plain, h));
   }
   for (int i = 0; i < synced_pool_size; ++i) {
-    synced_.push_back(std::make_shared<connection>(io, opts, h));
+    synced_.push_back(std::make_shared<connection>(io, synced, h));
   }
   for (int i = 0; i < std::max(1, sub_pool_size); ++i) {
-    subs_.push_back(std::make_shared<subscriber>(io, opts));
+    subs_.push_back(std::make_shared<subscriber>(io, plain));
   }
 }
 

@@ -21,7 +21,8 @@ namespace rlock::detail {
 class node {
  public:
   /// `synced_pool_size`: command connections of their own for the requests that wait for
-  /// their replicas (pick_synced()); 0: none. `events`, if given: the node's link reports
+  /// their replicas (pick_synced()); 0: none. Only those count the server's replicas
+  /// (connection_options::count_replicas). `events`, if given: the node's link reports
   /// (client_event_kind::connected, disconnected, connect_failed, master_switched), judged by
   /// all its command connections together (link_events below).
   node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,

@@ -12,15 +12,24 @@
 
 namespace rlock::detail {
 
+/// True when `cfg` asks for replica acknowledgement of lock writes.
+inline bool asks_replicas(const config& cfg) {
+  return cfg.replica_sync != 0;
+}
+
 /// Asks `cfg`'s replica acknowledgement of a script request, if it asks for any.
 inline void ask_replicas(const config& cfg, exec_options& opts) {
-  if (cfg.replica_sync <= 0) return;
+  if (!asks_replicas(cfg)) return;
   opts.sync_replicas = cfg.replica_sync;
   opts.sync_timeout = cfg.replica_sync_timeout;
 }
 
-/// True when `r` needs no acknowledgement under `cfg`, or got enough of them.
+/// True when `r` needs no acknowledgement under `cfg`, or got enough of them: N of them, or
+/// under config::all_connected_replicas one, or none with no replica connected.
 inline bool replicas_confirmed(const config& cfg, const exec_result& r) {
+  if (cfg.replica_sync == config::all_connected_replicas) {
+    return r.replicas_acked >= 1 || (r.replicas_acked == 0 && r.replicas_connected == 0);
+  }
   return cfg.replica_sync <= 0 || r.replicas_acked >= cfg.replica_sync;
 }
 
@@ -31,6 +40,12 @@ inline std::string not_confirmed_detail(const config& cfg, const exec_result& r,
   std::string out = what + " on the master, but ";
   if (r.replicas_acked < 0) {
     out += "the master refused WAIT: " + r.detail;
+  } else if (cfg.replica_sync == config::all_connected_replicas) {
+    out += "acknowledged by none of the " +
+           (r.replicas_connected >= 0 ? std::to_string(r.replicas_connected) + " replicas connected"
+                                      : std::string("replicas (INFO refused: one asked for)")) +
+           " within " + std::to_string(cfg.replica_sync_timeout.count()) +
+           " ms (config::replica_sync: all_connected_replicas)";
   } else {
     out += "acknowledged by " + std::to_string(r.replicas_acked) + " of the " +
            std::to_string(cfg.replica_sync) + " replicas asked for within " +

@@ -421,6 +421,12 @@ TEST(cli_connection, replica_sync_runs_the_command_only_once_the_replica_acknowl
                  "--replica-sync-timeout", "100ms", "--", "touch", ran.string()});
   EXPECT_EQ(alone_shared.status, 69) << alone_shared.err;
   EXPECT_FALSE(std::filesystem::exists(ran));
+  // Under Redisson's rule a master without replicas counts each write.
+  const auto all_alone = run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync",
+                                    "all", "--", "touch", ran.string()});
+  EXPECT_EQ(all_alone.status, 0) << all_alone.err;
+  EXPECT_TRUE(std::filesystem::exists(ran));
+  std::filesystem::remove(ran);
 
   redis_server replica(
       server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
@@ -437,6 +443,10 @@ TEST(cli_connection, replica_sync_runs_the_command_only_once_the_replica_acknowl
       run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync", "-1", "--", "true"})
           .status,
       64);
+  // Redisson's rule: every connected replica asked for (one here), one acknowledgement needed.
+  const auto all =
+      run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync", "all", "--", "true"});
+  EXPECT_EQ(all.status, 0) << all.err;
   // The other kinds' acquires (and the read-write lock's release) are waited for too.
   const auto shared = run_rlock(
       {"exec", "--shared", "rw", "--url", master.url(), "--replica-sync", "1", "--", "true"});

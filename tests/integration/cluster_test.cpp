@@ -20,6 +20,7 @@
 #include "support/redis_cluster.hpp"
 #include "support/replica_acks.hpp"
 #include "support/rotating_secret.hpp"
+#include "support/server_monitor.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -129,7 +130,7 @@ TEST(cluster, every_object_lives_on_the_master_of_its_slot) {
 
 // config::replica_sync in Cluster mode: each lock's WAIT goes to the master of its slot (on its
 // own connections there) and counts that master's replica; each hold is on that replica when
-// the acquire returns.
+// the acquire returns. Under Redisson's rule too, each WAIT asking for its master's replicas.
 TEST(cluster, replica_sync_waits_for_the_replica_of_each_locks_master) {
   redis_cluster cluster(cluster_options{.masters = 3, .replicas_per_master = 1});
   for (std::size_t m = 0; m < 3; ++m) {
@@ -148,6 +149,22 @@ TEST(cluster, replica_sync_waits_for_the_replica_of_each_locks_master) {
     EXPECT_EQ(on_replica.command({"EXISTS", names[m]}).integer, 1) << names[m];
     l.unlock_or_throw();
     EXPECT_EQ(calls_of(cluster.master(m), "wait"), 2) << "master " << m;
+  }
+  // Redisson's rule: each master's WAITs ask for its own replicas (one each here), counted by
+  // the connections to that master.
+  cfg.replica_sync = config::all_connected_replicas;
+  client all(cfg);
+  for (std::size_t m = 0; m < 3; ++m) {
+    server_monitor watch(cluster.master(m));
+    auto l = all.get_lock(names[m]);
+    ASSERT_TRUE(l.try_lock(10s));
+    const auto wait = watch.next_named("WAIT", 10s);
+    ASSERT_TRUE(wait.has_value()) << "master " << m;
+    EXPECT_EQ(wait->args.at(1), "1") << "master " << m;
+    raw_client on_replica = cluster.replica(m, 0).client();
+    ASSERT_EQ(on_replica.command({"READONLY"}).str, "OK");
+    EXPECT_EQ(on_replica.command({"EXISTS", names[m]}).integer, 1) << names[m];
+    l.unlock_or_throw();
   }
 }
 

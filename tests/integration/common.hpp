@@ -69,6 +69,11 @@ inline long evalsha_calls(const redis_server& server) {
   return field("calls=") + field("rejected_calls=");
 }
 
+/// Whether `key` exists on `server` (a master, or a replica a test reads from).
+inline bool exists_on(const redis_server& server, const std::string& key) {
+  return server.cli_reply({"EXISTS", key}).integer == 1;
+}
+
 /// Members of the sorted set `key` (a lock's wait queue: rlock_queue:{<name>}).
 inline long long zcard(const redis_server& server, const std::string& key) {
   return server.cli_reply({"ZCARD", key}).integer;
@@ -86,6 +91,21 @@ std::error_code code_of(F&& f) {
     f();
   } catch (const error& e) {
     return e.code();
+  }
+  return {};
+}
+
+/// The rlock::error that `f` throws: its code ({} when it throws none) and what().
+struct thrown {
+  std::error_code code;
+  std::string what;
+};
+template <class F>
+thrown thrown_by(F&& f) {
+  try {
+    f();
+  } catch (const error& e) {
+    return {e.code(), e.what()};
   }
   return {};
 }

@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,68 +16,21 @@
 #include "detail/lock_scripts.hpp"
 #include "support/blocked_pool.hpp"
 #include "support/client_list.hpp"
-#include "support/raw_client.hpp"
+#include "support/server_monitor.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
 namespace {
 
-/// One command as MONITOR shows it: the server's time (s) and its quoted arguments.
-struct monitored {
-  double at = 0;
-  std::vector<std::string> args;
-};
-
-/// Parses `1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "abc" "1" ...` (the arguments here
-/// hold no quotes or backslashes).
-monitored parse_monitor_line(const std::string& line) {
-  monitored m;
-  m.at = std::stod(line.substr(0, line.find(' ')));
-  for (auto open = line.find('"'); open != std::string::npos; open = line.find('"', open + 1)) {
-    const auto close = line.find('"', open + 1);
-    if (close == std::string::npos) break;
-    m.args.push_back(line.substr(open + 1, close - open - 1));
-    open = close;
-  }
-  return m;
+bool is_renewal(const monitored& m) {
+  return m.args.size() >= 3 && m.args[0] == "EVALSHA" &&
+         m.args[1] == detail::lock_renew_script().sha1();
 }
 
-/// Watches the server's commands from a raw connection in MONITOR mode.
-class monitor {
- public:
-  explicit monitor(const redis_server& server) : conn_(server.host(), server.port(), 5s) {
-    conn_.send({"MONITOR"});
-    const auto ok = conn_.read(5s);
-    if (!ok || ok->text() != "OK") throw std::runtime_error("MONITOR refused");
-  }
-
-  /// The next command that `pred` accepts, or nothing if `within` passes first.
-  template <typename Pred>
-  std::optional<monitored> next(Pred pred, std::chrono::milliseconds within) {
-    const auto end = steady::now() + within;
-    while (steady::now() < end) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - steady::now());
-      const auto reply = conn_.read(std::max(left, 1ms));
-      if (!reply) break;
-      auto m = parse_monitor_line(reply->str);
-      if (pred(m)) return m;
-    }
-    return std::nullopt;
-  }
-
-  /// The next renewal script.
-  std::optional<monitored> next_renewal(std::chrono::milliseconds within) {
-    return next([](const monitored& m) { return is_renewal(m); }, within);
-  }
-
-  static bool is_renewal(const monitored& m) {
-    return m.args.size() >= 3 && m.args[0] == "EVALSHA" &&
-           m.args[1] == detail::lock_renew_script().sha1();
-  }
-
- private:
-  raw_client conn_;
-};
+/// The next renewal script `watch` sees.
+std::optional<monitored> next_renewal(server_monitor& watch, std::chrono::milliseconds within) {
+  return watch.next([](const monitored& m) { return is_renewal(m); }, within);
+}
 
 std::vector<rlock::lock> take(client& c, const std::string& prefix, int n) {
   std::vector<rlock::lock> held;
@@ -100,14 +52,14 @@ TEST(watchdog_pacing, a_rounds_batches_are_spread_over_half_a_period) {
   config cfg = config_for(server);
   cfg.lock_watchdog_timeout = 6000ms;  // a round every 2 s, spread over 1 s
   client c(cfg);
-  monitor watch(server);
+  server_monitor watch(server);
   auto held = take(c, "spread:", 300);  // 3 batches: at 0, 333 and 667 ms into the round
   // A round that renews all 300: three scripts in a row that hold them all (a round that came
   // while the locks were still being taken, on a slow machine, holds fewer).
   std::vector<monitored> round;
   const auto end = steady::now() + 10s;
   while (steady::now() < end) {
-    auto r = watch.next_renewal(1s);
+    auto r = next_renewal(watch, 1s);
     if (!r) continue;
     round.push_back(std::move(*r));
     if (round.size() > 3) round.erase(round.begin());
@@ -128,7 +80,7 @@ TEST(watchdog_pacing, the_most_urgent_holds_are_renewed_first) {
   config cfg = config_for(server);
   cfg.lock_watchdog_timeout = 6000ms;
   client c(cfg);
-  monitor watch(server);
+  server_monitor watch(server);
   auto held = take(c, "urgent:", 200);  // 2 batches, in the order taken
   // The last lock's re-entry sets a 4 s lease (Redisson's script resets the TTL): its deadline
   // is now the earliest, though it was taken last.
@@ -138,11 +90,11 @@ TEST(watchdog_pacing, the_most_urgent_holds_are_renewed_first) {
   int seen = 0;
   ASSERT_TRUE(watch.next(
       [&](const monitored& m) {
-        return !monitor::is_renewal(m) && m.args.size() > 3 && m.args[0] == "EVALSHA" &&
-               m.args[3] == key && ++seen == 2;
+        return !is_renewal(m) && m.args.size() > 3 && m.args[0] == "EVALSHA" && m.args[3] == key &&
+               ++seen == 2;
       },
       10s));
-  const auto first = watch.next_renewal(10s);
+  const auto first = next_renewal(watch, 10s);
   ASSERT_TRUE(first);
   EXPECT_TRUE(keys_of(*first).contains(key))
       << "the re-entered hold must be in the first batch of the next round";
@@ -159,21 +111,18 @@ TEST(watchdog_pacing, a_queued_hold_re_entered_with_a_short_lease_is_renewed_in_
   config cfg = config_for(server);
   cfg.lock_watchdog_timeout = 12000ms;  // a round every 4 s, spread over 2 s
   client c(cfg);
-  monitor watch(server);
+  server_monitor watch(server);
   auto held = take(c, "requeue:", 300);  // batches at 0, 667 and 1,333 ms into a round
   auto& last = held.back();              // the latest deadline: in the last batch
   const auto lost = last.loss_token();
   // The round starts: its first batch holds the first lock taken.
   ASSERT_TRUE(watch.next(
-      [&](const monitored& m) {
-        return monitor::is_renewal(m) && keys_of(m).contains(held.front().key());
-      },
+      [&](const monitored& m) { return is_renewal(m) && keys_of(m).contains(held.front().key()); },
       10s));
   last.lock(1000ms);  // TTL 1 s from now, before the last batch's turn
   // The next renewal of that lock comes well before its TTL ends, and the lock is kept.
   const auto renewal = watch.next(
-      [&](const monitored& m) { return monitor::is_renewal(m) && keys_of(m).contains(last.key()); },
-      5s);
+      [&](const monitored& m) { return is_renewal(m) && keys_of(m).contains(last.key()); }, 5s);
   ASSERT_TRUE(renewal) << "never renewed again; lost: " << lost.stop_requested();
   EXPECT_GT(std::stoll(server.cli({"PTTL", last.key()})), 1000);
   EXPECT_FALSE(lost.stop_requested()) << "the lock was lost while its renewal waited in line";

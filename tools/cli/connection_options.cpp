@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <string>
 #include <system_error>
 
 #include "command_error.hpp"
@@ -154,9 +155,17 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
       ->group(group);
   app.add_option("--replica-sync", opts.replica_sync,
                  "Count a lock's acquire and release only once N replicas acknowledge it "
-                 "(WAIT); an acquire they do not is undone (exit 69). 0: off (default)")
-      ->type_name("N")
-      ->check(CLI::Range(0, 1000))
+                 "(WAIT); an acquire they do not is undone (exit 69). 0: off (default). "
+                 "'all': Redisson's rule, WAIT for every connected replica and count it once "
+                 "one acknowledged (or none is connected)")
+      ->type_name("N|all")
+      ->transform(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v != "all") return CLI::Range(0, 1000)(v);
+            v = std::to_string(rlock::config::all_connected_replicas);
+            return {};
+          },
+          ""))
       ->group(group);
   add_duration_option(app, "--replica-sync-timeout", opts.replica_sync_timeout,
                       "How long --replica-sync waits for the replicas (default 1s, at most "
@@ -317,7 +326,7 @@ rlock::config finish_config(const connection_options& opts, rlock::config cfg,
   cfg.connect_timeout = opts.connect_timeout;
   cfg.replica_sync = opts.replica_sync;
   cfg.replica_sync_timeout = opts.replica_sync_timeout;
-  if (opts.replica_sync > 0 && opts.replica_sync_timeout > opts.timeout) {
+  if (opts.replica_sync != 0 && opts.replica_sync_timeout > opts.timeout) {
     throw usage_error("--replica-sync-timeout must be at most --timeout");
   }
   // Retries: short first delays (the first command of a new client can find its connection
@@ -395,8 +404,11 @@ std::vector<std::string> connection_arguments(const connection_options& opts) {
   add("--master-name", opts.master_name);
   add("--sentinel-password-file", opts.sentinel_password_file);
   for (const std::string& seed : opts.cluster) add("--cluster", seed);
-  if (opts.replica_sync > 0) {
-    a.insert(a.end(), {"--replica-sync", std::to_string(opts.replica_sync),
+  if (opts.replica_sync != 0) {
+    a.insert(a.end(), {"--replica-sync",
+                       opts.replica_sync == rlock::config::all_connected_replicas
+                           ? std::string("all")
+                           : std::to_string(opts.replica_sync),
                        "--replica-sync-timeout", ms_text(opts.replica_sync_timeout)});
   }
   return a;

@@ -59,7 +59,9 @@ struct connection_options {
   std::vector<std::string> cluster{};    ///< --cluster (repeatable): Cluster mode's seed URLs
   std::chrono::milliseconds timeout = std::chrono::milliseconds(3000);
   std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(10000);
-  int replica_sync = 0;  ///< --replica-sync: replicas that must acknowledge a lock's writes
+  /// --replica-sync: replicas that must acknowledge a lock's writes
+  /// (rlock::config::all_connected_replicas for 'all')
+  int replica_sync = 0;
   std::chrono::milliseconds replica_sync_timeout = std::chrono::milliseconds(1000);
 };
 
