@@ -91,9 +91,8 @@ struct request {
   bool trailing_wait = false;
   /// With trailing_wait, when above 0: the WAIT is not in the payload; the connection appends
   /// `WAIT <replicas connected to its server> <wait_connected_timeout>` as it writes the request
-  /// (config::all_connected_replicas), and reports the count it asked for, or the count a
-  /// recount found, as exec_result::replicas_connected. Only on connections with
-  /// connection_options::count_replicas.
+  /// (config::all_connected_replicas), and reports the replicas counted as
+  /// exec_result::replicas_connected. Only on connections with connection_options::census.
   std::chrono::milliseconds wait_connected_timeout{0};
   /// `done` may run on the thread that waits for it (a blocking call reading its own reply),
   /// not only on an I/O thread: it must be thread-safe, quick, and must not block.

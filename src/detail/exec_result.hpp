@@ -39,10 +39,10 @@ struct exec_result {
   /// replicas that acknowledged its writes within the timeout (WAIT's reply), or -1 when the
   /// server refused the WAIT (its error text is then in `detail`). -1 when not asked.
   long long replicas_acked = -1;
-  /// When the WAIT asked for all connected replicas (request::wait_connected_timeout): how many
-  /// were connected to the server, as counted again after a WAIT that did not get the count it
-  /// asked for (or after a stale count), else the count it asked for; -1 when the server would
-  /// not tell (INFO refused: WAIT asked for 1).
+  /// When the WAIT asked for all connected replicas (request::wait_connected_timeout): the
+  /// replicas it asked for (the server's count when it was written); after a WAIT that no
+  /// replica acknowledged, those of them still connected when counted again; -1 when the
+  /// server would not tell (INFO refused: WAIT asked for 1).
   long long replicas_connected = -1;
 };
 

@@ -25,10 +25,11 @@ inline void ask_replicas(const config& cfg, exec_options& opts) {
 }
 
 /// True when `r` needs no acknowledgement under `cfg`, or got enough of them: N of them, or
-/// under config::all_connected_replicas one, or none with no replica connected.
+/// under config::all_connected_replicas one, or none with no replica connected (then whether
+/// or not the server has WAIT: Redisson skips it where it is unknown, on serverless services).
 inline bool replicas_confirmed(const config& cfg, const exec_result& r) {
   if (cfg.replica_sync == config::all_connected_replicas) {
-    return r.replicas_acked >= 1 || (r.replicas_acked == 0 && r.replicas_connected == 0);
+    return r.replicas_acked >= 1 || r.replicas_connected == 0;
   }
   return cfg.replica_sync <= 0 || r.replicas_acked >= cfg.replica_sync;
 }

@@ -200,5 +200,30 @@ TEST(replica_sync_all, a_server_that_refuses_info_is_asked_for_one_replica) {
   EXPECT_TRUE(wait_until([&] { return !exists_on(lone, "all-no-info"); }, 3s));
 }
 
+// A server without WAIT (renamed away; serverless services have none, and Redisson skips it
+// there): its writes count while it has no replica connected, and fail once one is.
+TEST(replica_sync_all, a_server_without_wait_counts_writes_only_while_it_has_no_replica) {
+  redis_server master(server_options{
+      .extra_args = {"--repl-diskless-sync-delay", "0", "--rename-command", "WAIT", ""}});
+  config cfg = config_for(master);
+  cfg.replica_sync = config::all_connected_replicas;
+  cfg.replica_sync_timeout = 300ms;
+  {
+    client c(cfg);
+    auto l = c.get_lock("all-no-wait");
+    EXPECT_TRUE(l.try_lock());
+    l.unlock_or_throw();
+  }
+  redis_server replica(
+      server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
+  ASSERT_TRUE(wait_until_replicas_acknowledge(master, 20s));
+  client c(cfg);
+  auto l = c.get_lock("all-no-wait");
+  const auto [code, what] = thrown_by([&] { (void)l.try_lock(); });
+  EXPECT_EQ(code, errc::replication_not_confirmed) << what;
+  EXPECT_NE(what.find("the master refused WAIT: ERR unknown command"), std::string::npos) << what;
+  EXPECT_TRUE(wait_until([&] { return !exists_on(master, "all-no-wait"); }, 3s));
+}
+
 }  // namespace
 }  // namespace rlock::test
