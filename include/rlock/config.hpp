@@ -331,8 +331,9 @@ struct config {
   /// whole replica_sync_timeout, as in Redisson. A server that refuses INFO (an ACL without
   /// it) is asked for one replica: its writes count once one acknowledged them, and fail when
   /// it has none. A server without WAIT (renamed away; serverless services, where Redisson
-  /// skips it) counts writes while it has no replica connected, and fails them once it has. Redisson retries a whole acquire that no replica acknowledged; rlock undoes
-  /// it and fails with errc::replication_not_confirmed, as for N.
+  /// skips it) counts writes while it has no replica connected, and fails them once it has.
+  /// Redisson retries a whole acquire that no replica acknowledged; rlock undoes it and fails with
+  /// errc::replication_not_confirmed, as for N.
   static constexpr int all_connected_replicas = -1;
   std::chrono::milliseconds replica_sync_timeout = 1000ms;
   /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every

@@ -58,9 +58,9 @@ TEST(replica_census, under_redissons_rule_one_acknowledgement_or_no_replica_conf
   cfg.replica_sync = config::all_connected_replicas;
   EXPECT_TRUE(replicas_confirmed(cfg, waited(1, 2)));
   EXPECT_TRUE(replicas_confirmed(cfg, waited(3, 2)));
-  EXPECT_TRUE(replicas_confirmed(cfg, waited(0, 0)));    // a master without replicas
-  EXPECT_FALSE(replicas_confirmed(cfg, waited(0, 2)));   // none of two connected
-  EXPECT_FALSE(replicas_confirmed(cfg, waited(0, -1)));  // INFO refused: one was asked for
+  EXPECT_TRUE(replicas_confirmed(cfg, waited(0, 0)));     // a master without replicas
+  EXPECT_FALSE(replicas_confirmed(cfg, waited(0, 2)));    // none of two connected
+  EXPECT_FALSE(replicas_confirmed(cfg, waited(0, -1)));   // INFO refused: one was asked for
   EXPECT_TRUE(replicas_confirmed(cfg, waited(-1, 0)));    // WAIT refused, no replica to ask
   EXPECT_FALSE(replicas_confirmed(cfg, waited(-1, 1)));   // WAIT refused, a replica connected
   EXPECT_FALSE(replicas_confirmed(cfg, waited(-1, -1)));  // neither WAIT nor INFO
