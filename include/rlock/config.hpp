@@ -319,6 +319,7 @@ struct config {
   /// Redisson's rule instead. At most 1,000; the timeout at least 1 ms and at most timeout (the
   /// per-attempt timeout, which is extended by it for these requests).
   int replica_sync = 0;
+  std::chrono::milliseconds replica_sync_timeout = 1000ms;
   /// replica_sync's value for Redisson's rule (its default outside single-server mode,
   /// checkLockSyncedSlaves): the WAIT that follows each write above asks for as many replicas
   /// as are connected to the master it goes to, and the write counts once at least one of them
@@ -335,7 +336,6 @@ struct config {
   /// Redisson retries a whole acquire that no replica acknowledged; rlock undoes it and fails with
   /// errc::replication_not_confirmed, as for N.
   static constexpr int all_connected_replicas = -1;
-  std::chrono::milliseconds replica_sync_timeout = 1000ms;
   /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every
   /// key and channel of an object derives from the mapped name, so Java and C++ peers sharing a
   /// lock must map names the same way.
