@@ -290,15 +290,21 @@ struct config {
   ///     semaphore's, permit-expirable semaphore's or read-write lock's acquire: one that took
   ///     what it asked for on the master, acknowledged by fewer within the timeout, is undone
   ///     (released or given back in the background, like a take whose outcome is unknown) and
-  ///     fails with errc::replication_not_confirmed (lock() and try_lock() throw it; nothing is
-  ///     held);
+  ///     tried again, as Redisson does: replica_sync_tries in all, each after retry_delay's
+  ///     equal jitter (a lock's try again starts once its undo has landed; messages do not cut
+  ///     a back-off short), within the caller's wait (halfway to its deadline when the delay
+  ///     would pass it, as for a request). A single try (try_lock(), try_acquire() without a
+  ///     wait) is tried once. After the last try the acquire fails with
+  ///     errc::replication_not_confirmed, whose text says how many tries ran (lock() and
+  ///     try_lock() throw it; nothing is held). A lagging replica that catches up within the
+  ///     tries costs the caller the tries' WAITs and delays, not a failure;
   ///   - a fenced lock's token: a token not acknowledged is not returned (the hold is released
-  ///     and the acquire fails with the same error);
+  ///     and the acquire fails with the same error, without a try again);
   ///   - a lock handed over by the wait queue (lock_queue), which the unlock that hands it
   ///     writes (whether or not that client asks for acknowledgements): the new holder confirms
   ///     it with an attempt of its own (the count-checked acquire finds the lock its owner's and
   ///     writes its lease) followed by WAIT before its acquire returns; not acknowledged, the
-  ///     handed lock is released and the acquire fails as above;
+  ///     handed lock is released and the acquire tried again (it queues anew) as above;
   ///   - every unlock of those locks and of a read-write lock: one that ran on the master,
   ///     acknowledged by fewer, has released all the same and reports
   ///     errc::replication_not_confirmed (unlock_or_throw() throws it; unlock() ignores it).
@@ -333,9 +339,15 @@ struct config {
   /// it) is asked for one replica: its writes count once one acknowledged them, and fail when
   /// it has none. A server without WAIT (renamed away; serverless services, where Redisson
   /// skips it) counts writes while it has no replica connected, and fails them once it has.
-  /// Redisson retries a whole acquire that no replica acknowledged; rlock undoes it and fails with
-  /// errc::replication_not_confirmed, as for N.
+  /// An acquire that no replica acknowledged is undone and tried again, as for N (and as
+  /// Redisson does).
   static constexpr int all_connected_replicas = -1;
+  /// Tries of an acquire that the replicas did not confirm (replica_sync, above), the first
+  /// included; 1: none again, the acquire fails at its first shortfall. Redisson counts these
+  /// with retryAttempts (4); rlock keeps them apart from retry_attempts, which bounds the
+  /// resends of requests that never reached the server, so that raising it to ride out a long
+  /// reconnect does not make a replica that is down cost that many WAITs. From 1 to 100.
+  int replica_sync_tries = 4;
   /// Maps user-visible names to key names (Redisson's NameMapper). Identity when empty. Every
   /// key and channel of an object derives from the mapped name, so Java and C++ peers sharing a
   /// lock must map names the same way.

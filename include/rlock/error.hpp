@@ -76,9 +76,9 @@ enum class errc {
   /// An acquire (of a lock, a semaphore's permits, a read-write lock) or an unlock of a lock or
   /// read-write lock ran on the master, but fewer replicas than config::replica_sync asks for
   /// (config::all_connected_replicas: none, with one still connected) acknowledged it within
-  /// config::replica_sync_timeout (or the master refused WAIT). An
-  /// acquire has been undone (nothing is held, permits are given back); an unlock has released
-  /// all the same.
+  /// config::replica_sync_timeout (or the master refused WAIT), on each of its tries
+  /// (config::replica_sync_tries within the wait; one for a single try). An acquire has been undone
+  /// (nothing is held, permits are given back); an unlock has released all the same.
   replication_not_confirmed,
   /// A stop was requested through the operation's std::stop_token; nothing is left held.
   stopped,

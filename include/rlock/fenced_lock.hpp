@@ -25,8 +25,9 @@
 //   - Monotonic only as far as the Redis server keeps the counter: a failover to a replica that
 //     had not yet received the last INCR, or a counter deleted by hand, can issue a token again.
 //     Replication is asynchronous; config::replica_sync waits for the token's INCR as for the
-//     acquire (a token the replicas did not acknowledge is not returned: the hold is released
-//     and the acquire fails with errc::replication_not_confirmed).
+//     acquire (whose tries again are the reentrant lock's; a token the replicas did not
+//     acknowledge is not returned: the hold is released and the acquire fails with
+//     errc::replication_not_confirmed).
 //   - A plain reentrant_lock (or Java RLock) on the same name excludes fenced holders as usual,
 //     but issues no token: the order of tokens is kept, a plain holder just has none to pass.
 //

@@ -69,8 +69,9 @@
 //   - A Redis failover can lose a lock that was not yet replicated (Redis replication is
 //     asynchronous). With config::replica_sync an acquire returns only once that many replicas
 //     (under config::all_connected_replicas, one of those connected, or none when none is)
-//     have acknowledged it, a hand-off from the queue included (else it is undone and fails
-//     with errc::replication_not_confirmed),
+//     have acknowledged it, a hand-off from the queue included (else it is undone and tried
+//     again, config::replica_sync_tries in all within the wait, then fails with
+//     errc::replication_not_confirmed),
 //     which narrows that window but does not close it: renewals are not waited for, and the
 //     replica promoted need not be one that acknowledged. Fencing tokens close it.
 //   - Memory: a lock's keys have a TTL, so a server whose maxmemory-policy evicts (any policy

@@ -21,6 +21,12 @@ acquire_fsm::action acquire_fsm::attempt(time_point now) {
   return send_attempt();
 }
 
+acquire_fsm::action acquire_fsm::retry(time_point now) {
+  backing_off_ = false;
+  if (p_.retry_of && now >= p_.deadline) return finish(p_.retry_of, false);
+  return attempt(now);
+}
+
 acquire_fsm::action acquire_fsm::confirm() {
   confirming_ = true;
   return send_attempt();
@@ -60,7 +66,17 @@ acquire_fsm::action acquire_fsm::spin_wait(time_point now) {
 
 acquire_fsm::action acquire_fsm::start(time_point now, bool head, channels subscribed) {
   subscribed_ = subscribed;
-  if (head || p_.single_attempt || turn_pending_) return attempt(now);
+  if (head || p_.single_attempt || turn_pending_) {
+    if (p_.not_before > now && now < p_.deadline) {
+      state_ = state::waiting;
+      backing_off_ = true;
+      action a;
+      a.kind = action_kind::wait;
+      a.until = std::min(p_.not_before, p_.deadline);
+      return a;
+    }
+    return retry(now);
+  }
   state_ = state::queued;
   action a;
   a.kind = action_kind::wait;
@@ -118,6 +134,10 @@ acquire_fsm::action acquire_fsm::on_reply(time_point now, const reply& r) {
     // the lock is held is an ordinary "not acquired within the wait", not a failure.
     if (r.ec == make_error_code(errc::timeout) && answered_ && now >= p_.deadline) {
       return finish({}, false, true);
+    }
+    // Likewise a try again cut off by the deadline ends with the error of the try before it.
+    if (r.ec == make_error_code(errc::timeout) && p_.retry_of && now >= p_.deadline) {
+      return finish(p_.retry_of, false, true);
     }
     // A cluster redirection: another node serves the lock's slot, so this attempt did not run,
     // and whatever an earlier attempt (timed out) may have left went with the slot to that
@@ -178,6 +198,7 @@ acquire_fsm::action acquire_fsm::on_subscribed(time_point now, std::error_code e
 acquire_fsm::action acquire_fsm::on_wake(time_point now) {
   switch (state_) {
     case state::waiting:
+      if (backing_off_) return {};
       return attempt(now);
     case state::attempting:
       woken_during_attempt_ = true;
@@ -190,6 +211,16 @@ acquire_fsm::action acquire_fsm::on_wake(time_point now) {
 acquire_fsm::action acquire_fsm::on_timer(time_point now) {
   switch (state_) {
     case state::waiting:
+      if (backing_off_) {
+        // The back-off's end (never after the deadline): the attempt it held back goes now.
+        if (now < p_.not_before && now < p_.deadline) {
+          action a;
+          a.kind = action_kind::wait;
+          a.until = std::min(p_.not_before, p_.deadline);
+          return a;
+        }
+        return retry(now);
+      }
       if (now >= p_.deadline) return finish({}, false);
       return attempt(now);
     case state::queued:

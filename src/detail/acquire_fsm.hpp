@@ -27,7 +27,10 @@
 //   - spin mode (a spin lock, params::spin): never subscribes; after each failed attempt it
 //     sleeps the next spin_delays step, cut short by the TTL the attempt saw (+1 ms) and by the
 //     deadline; a wake-up (a local release) during a sleep or an attempt re-tries as in the
-//     other modes.
+//     other modes;
+//   - a try again (params::retry_of: the replicas did not confirm the last try) holds its first
+//     attempt until params::not_before, whatever wakes it, and starts none at or after the
+//     deadline (it ends with that error instead); a stop request ends it at once.
 #pragma once
 
 #include <chrono>
@@ -62,6 +65,12 @@ class acquire_fsm {
     /// unlock that handed the lock over gave this owner no means to ask for). Its reply decides:
     /// held, an error (the lock is released), or not held (the wait goes on).
     bool confirm_handoff = false;
+    /// A try again of an acquire whose last try failed with `retry_of` (the replicas did not
+    /// confirm it): its first attempt starts no sooner than `not_before` (when it is the head;
+    /// a waiter queued behind a local one has waited its turn instead), whatever wakes it, and
+    /// not at or after the deadline: the acquire then ends with `retry_of`.
+    time_point not_before{};
+    std::error_code retry_of;
   };
 
   /// The channels a waiter listens on, in increasing order. `handoff`: its process's hand-off
@@ -143,6 +152,8 @@ class acquire_fsm {
  private:
   enum class state { idle, queued, attempting, subscribing, waiting, done };
   action attempt(time_point now);
+  /// The first attempt of a try again (params::retry_of) once its back-off is over.
+  action retry(time_point now);
   /// The attempt that confirms a hand-off (params::confirm_handoff), whatever the deadline.
   action confirm();
   /// Sends an attempt (attempt() and confirm() after their checks).
@@ -166,6 +177,7 @@ class acquire_fsm {
   long long last_ttl_ = -1;
   bool answered_ = false;       // an attempt's reply said the lock is held by another
   bool retried_fresh_ = false;  // a refused re-entry was tried again as a fresh acquire
+  bool backing_off_ = false;    // waiting for params::not_before
   int attempts_ = 0;
   std::optional<spin_delays> delays_;  // spin mode
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "detail/backoff.hpp"
+#include "detail/replica_sync.hpp"
 #include "detail/thread_rng.hpp"
 
 namespace rlock::detail {
@@ -82,9 +83,17 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
       return;
     }
     if (o.ec) {
+      std::string detail = o.detail;
+      bool backing_off = false;
+      if (o.ec == errc::replication_not_confirmed) {
+        // Taken on the master, not confirmed by the replicas, and undone below: tried again
+        // after a back-off, as Redisson does (replica_sync.hpp), or the wait ends with it.
+        detail = after_tries(o.detail, ++unconfirmed_tries_);
+        backing_off = back_off_locked(detail);
+      }
       lk.unlock();
       undo_or_spend(o, true);
-      finish_now(o.ec, false, o.detail);
+      if (!backing_off) finish_now(o.ec, false, detail);
       return;
     }
     if (o.success || clock::now() >= spec_.deadline) {
@@ -110,6 +119,39 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
     }
     arm_timer_locked();
     arm_retry_locked();
+  }
+
+  // Schedules the next try of a take the replicas did not confirm (its undo about to be sent),
+  // if config::retry_attempts and the deadline allow; meanwhile messages start no attempt, and
+  // a stop request or shutdown ends the wait at once. `detail`: the error's text, should the
+  // wait end during the back-off. Under mu_, with no attempt in flight.
+  bool back_off_locked(const std::string& detail) {
+    const auto& cfg = core_->cfg();
+    const auto now = clock::now();
+    const auto proposed = equal_jitter(cfg.retry_delay_base, cfg.retry_delay_max)
+                              .delay(unconfirmed_tries_, thread_rng());
+    const auto in = unconfirmed_retry_in(cfg, unconfirmed_tries_, now, spec_.deadline, proposed);
+    if (!in) return false;
+    backing_off_ = true;
+    unconfirmed_detail_ = detail;
+    ++retry_serial_;  // a retry armed earlier does not go during the back-off
+    retry_timer_.expires_at(now + *in);
+    retry_timer_.async_wait([weak = weak_from_this(), serial = retry_serial_](std::error_code ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->on_backed_off(serial);
+    });
+    return true;
+  }
+
+  void on_backed_off(std::uint64_t serial) {
+    {
+      lock lk(mu_);
+      if (serial != retry_serial_ || !backing_off_) return;
+      backing_off_ = false;
+      if (finished_ || stopping_) return;
+      in_flight_ = true;
+    }
+    send_attempt();
   }
 
   // Runs the attempt's undo when `undo` says so and it has one; otherwise its spent callback.
@@ -149,7 +191,9 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
     {
       lock lk(mu_);
       if (serial != retry_serial_) return;  // a later attempt re-armed it
-      if (finished_ || stopping_ || subscribing_ || !subscribed_ || in_flight_) return;
+      if (finished_ || stopping_ || subscribing_ || !subscribed_ || in_flight_ || backing_off_) {
+        return;
+      }
       in_flight_ = true;
     }
     send_attempt();
@@ -210,7 +254,7 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
   void on_event() {
     {
       lock lk(mu_);
-      if (finished_ || stopping_ || subscribing_ || !subscribed_) return;
+      if (finished_ || stopping_ || subscribing_ || !subscribed_ || backing_off_) return;
       if (in_flight_) {
         again_ = true;
         return;
@@ -234,6 +278,14 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
     std::unique_lock lk(mu_);
     // An attempt in flight decides (it sees the deadline passed when it is answered).
     if (finished_ || in_flight_ || subscribing_) return;
+    if (backing_off_) {
+      // (A back-off ends before the deadline; should the timer fire first, the last try's
+      // error stands: the wait did not just run out.)
+      const std::string detail = unconfirmed_detail_;
+      lk.unlock();
+      finish_now(make_error_code(errc::replication_not_confirmed), false, detail);
+      return;
+    }
     lk.unlock();
     finish_now({}, false);
   }
@@ -280,6 +332,10 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
   std::error_code end_ec_;
   bool finished_ = false;
   bool timer_armed_ = false;
+  // Takes the replicas did not confirm, and the wait for the next try (back_off_after_unconfirmed).
+  int unconfirmed_tries_ = 0;
+  bool backing_off_ = false;
+  std::string unconfirmed_detail_;
 };
 
 void wait_registry::start(wait_spec spec, std::stop_token stop) {

@@ -41,6 +41,9 @@ void validate_config(const config& c) {
       (c.replica_sync_timeout.count() < 1 || c.replica_sync_timeout > c.timeout)) {
     bad("replica_sync_timeout must be at least 1 ms and at most timeout");
   }
+  if (c.replica_sync_tries < 1 || c.replica_sync_tries > 100) {
+    bad("replica_sync_tries must be from 1 to 100");
+  }
   if (c.connect_timeout.count() <= 0) bad("connect_timeout must be positive");
   if (c.subscription_timeout.count() <= 0) bad("subscription_timeout must be positive");
   if (c.wait_recheck_interval.count() < 0 ||

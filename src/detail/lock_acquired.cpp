@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <string_view>
 
+#include "detail/backoff.hpp"
 #include "detail/lock_keys.hpp"
 #include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/lock_service_op.hpp"
+#include "detail/replica_sync.hpp"
+#include "detail/thread_rng.hpp"
 
 namespace rlock::detail {
 namespace {
@@ -36,6 +39,7 @@ std::uint64_t lock_service::register_hold(const std::string& raw_name, std::uint
 void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::action& a,
                           std::unique_lock<std::mutex>& lk) {
   o->finished = true;
+  const int attempts = o->fsm.attempts();
   o->timer.cancel();
   // A fair waiter's channel: unsubscribed as this goes out of scope, after the lock is released.
   const subscription own_sub = std::move(o->own_sub);
@@ -134,8 +138,35 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     acquire(o->req, std::move(done));  // starts once the undo has landed
     return;
   }
-  if (!keep && a.ec && a.ec == o->last_error && o->req.error_detail != nullptr) {
-    *o->req.error_detail = o->last_error_detail;
+  const bool unconfirmed = !keep && a.ec == errc::replication_not_confirmed;
+  if (unconfirmed && !o->req.single_attempt && !o->req.stop.stop_requested()) {
+    // Taken on the master, not confirmed by the replicas, and being undone: tried again, as
+    // Redisson does, behind the undo (acquire() parks it until the undo has landed, so that
+    // its count check cannot match the hold being undone), after retry_delay's back-off.
+    const auto& cfg = core_->cfg();
+    const auto now = clock::now();
+    const int tries = o->req.unconfirmed_tries + 1;
+    const auto proposed =
+        equal_jitter(cfg.retry_delay_base, cfg.retry_delay_max).delay(tries, thread_rng());
+    if (const auto in = unconfirmed_retry_in(cfg, tries, now, o->req.deadline, proposed)) {
+      acquire_request again = o->req;
+      again.unconfirmed_tries = tries;
+      again.unconfirmed_detail = o->last_error_detail;
+      again.not_before = now + *in;
+      acquire(std::move(again), std::move(done));
+      return;
+    }
+  }
+  if (!keep && a.ec && o->req.error_detail != nullptr) {
+    const int tries = o->req.unconfirmed_tries + (attempts > 0 ? 1 : 0);
+    if (a.ec == o->last_error) {
+      *o->req.error_detail =
+          unconfirmed ? after_tries(o->last_error_detail, tries) : o->last_error_detail;
+    } else if (unconfirmed && o->req.unconfirmed_tries > 0) {
+      // The deadline came before this try's attempt, or cut its reply off: the error of the try
+      // before it stands.
+      *o->req.error_detail = after_tries(o->req.unconfirmed_detail, tries);
+    }
   }
   if (done) done(keep ? std::error_code{} : a.ec, keep);
 }

@@ -6,6 +6,7 @@
 
 #include "detail/lock_service.hpp"
 #include "detail/lock_service_op.hpp"
+#include "detail/replica_sync.hpp"
 
 namespace rlock::detail {
 
@@ -56,6 +57,14 @@ void lock_service::unpark(const std::shared_ptr<op>& o, errc why) {
   o->timer.cancel();
   o->stop_cb.reset();
   auto done = std::move(o->done);
+  if (why == errc::timeout && o->req.unconfirmed_tries > 0) {
+    // A try again (the replicas did not confirm the last try) whose deadline came while the
+    // last try was being undone: that try's error stands.
+    why = errc::replication_not_confirmed;
+    if (o->req.error_detail != nullptr) {
+      *o->req.error_detail = after_tries(o->req.unconfirmed_detail, o->req.unconfirmed_tries);
+    }
+  }
   if (done) done(make_error_code(why), false);
 }
 

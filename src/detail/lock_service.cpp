@@ -126,6 +126,8 @@ void lock_service::acquire(acquire_request req, acquire_callback done) {
   p.single_attempt = req.single_attempt;
   p.subscription_timeout = core_->cfg().subscription_timeout;
   p.spin = req.spin;
+  p.not_before = req.not_before;
+  if (req.unconfirmed_tries > 0) p.retry_of = make_error_code(errc::replication_not_confirmed);
   // A fair waiter's attempts keep its queue entry from being evicted as stale: at least three
   // per wait time.
   if (req.kind == lock_kind::fair) {

@@ -50,6 +50,12 @@ struct acquire_request {
   lock_kind kind = lock_kind::reentrant;
   std::optional<spin_backoff> spin;  ///< set exactly for lock_kind::spin
   std::chrono::milliseconds fair_wait{};
+  /// Set by the service when it tries an acquire again after the replicas did not confirm it
+  /// (config::replica_sync): the tries that have run, the last one's error text, and when the
+  /// next one may start.
+  int unconfirmed_tries = 0;
+  std::string unconfirmed_detail;
+  clock::time_point not_before{};
 };
 
 class lock_service : public std::enable_shared_from_this<lock_service> {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "detail/channel_wait.hpp"
 #include "detail/core.hpp"
 #include "detail/exec_result.hpp"
+#include "detail/retry_fsm.hpp"
 
 namespace rlock::detail {
 
@@ -53,6 +55,30 @@ inline std::string not_confirmed_detail(const config& cfg, const exec_result& r,
            std::to_string(cfg.replica_sync_timeout.count()) + " ms (config::replica_sync)";
   }
   return out;
+}
+
+/// How long after `now` an acquire whose take the replicas did not confirm (and that is being
+/// undone) is tried again, as Redisson retries it: `tries` of it have run,
+/// config::replica_sync_tries run in all, each after `proposed` (config::retry_delay_base/max's
+/// equal jitter). Bounded by the caller's `deadline` as a request's retries are (retry_fsm): when
+/// the delay would pass it, halfway to it instead; with too little time left for that, or no tries
+/// left, nullopt: the acquire fails with errc::replication_not_confirmed.
+inline std::optional<std::chrono::milliseconds> unconfirmed_retry_in(
+    const config& cfg, int tries, clock::time_point now, clock::time_point deadline,
+    std::chrono::milliseconds proposed) {
+  if (tries >= cfg.replica_sync_tries || now >= deadline) return std::nullopt;
+  if (deadline - now > proposed) return proposed;
+  const auto half = std::chrono::duration_cast<std::chrono::milliseconds>((deadline - now) / 2);
+  if (half < retry_fsm::min_delay_before_deadline) return std::nullopt;
+  return half;
+}
+
+/// The detail of an acquire's final errc::replication_not_confirmed after `tries` tries.
+inline std::string after_tries(std::string detail, int tries) {
+  if (tries > 1) {
+    detail += "; tried " + std::to_string(tries) + " times (config::replica_sync_tries)";
+  }
+  return detail;
 }
 
 /// A wait's attempt (semaphore, permit-expirable semaphore, read-write lock) whose script took

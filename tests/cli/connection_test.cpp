@@ -414,8 +414,19 @@ TEST(cli_connection, replica_sync_runs_the_command_only_once_the_replica_acknowl
                             "--replica-sync-timeout", "100ms", "--", "touch", ran.string()});
   EXPECT_EQ(r.status, 69) << r.err;
   EXPECT_NE(r.err.find("acknowledged by 0 of the 1 replicas"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tried 4 times"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(ran));
   EXPECT_EQ(master.cli({"EXISTS", "synced"}), "0");  // undone before rlock exited
+  // --replica-sync-tries 1: no try again.
+  const auto once =
+      run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync", "1",
+                 "--replica-sync-timeout", "100ms", "--replica-sync-tries", "1", "--", "true"});
+  EXPECT_EQ(once.status, 69) << once.err;
+  EXPECT_EQ(once.err.find("tried"), std::string::npos) << once.err;
+  EXPECT_EQ(run_rlock({"exec", "synced", "--url", master.url(), "--replica-sync", "1",
+                       "--replica-sync-tries", "0", "--", "true"})
+                .status,
+            64);
   const auto alone_shared =
       run_rlock({"exec", "--shared", "rw", "--url", master.url(), "--replica-sync", "1",
                  "--replica-sync-timeout", "100ms", "--", "touch", ran.string()});

@@ -1,7 +1,8 @@
 // Replica acknowledgement of lock writes (config::replica_sync) against a real master and its
 // replica: a confirmed acquire or unlock is on the replica when it returns; one the replica does
 // not acknowledge (paused, or none there) fails with errc::replication_not_confirmed, an acquire
-// leaving nothing held and an unlock having released all the same.
+// (after its tries: replica_sync_retry_test.cpp) leaving nothing held and an unlock having
+// released all the same.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "replicated_pair.hpp"
 #include "rlock/fenced_lock.hpp"
 #include "rlock/permit_expirable_semaphore.hpp"
 #include "rlock/read_write_lock.hpp"
@@ -19,33 +21,6 @@
 
 namespace rlock::test {
 namespace {
-
-/// A master and one replica of it (a full sync at once: no diskless-sync delay).
-struct replicated_pair {
-  std::unique_ptr<redis_server> master = std::make_unique<redis_server>(
-      server_options{.extra_args = {"--repl-diskless-sync-delay", "0"}});
-  std::unique_ptr<redis_server> replica = std::make_unique<redis_server>(
-      server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master->port())}});
-
-  bool wait_until_synced() const { return wait_until_replicas_acknowledge(*master, 20s); }
-
-  /// A client of the master asking for `replicas` acknowledgements within `sync_timeout` (by
-  /// default long enough for a loaded machine: the tests that expect a shortfall set it short).
-  config client_config(int replicas, std::chrono::milliseconds sync_timeout = 2000ms) const {
-    config c = config_for(*master);
-    c.replica_sync = replicas;
-    c.replica_sync_timeout = sync_timeout;
-    return c;
-  }
-};
-
-/// A client config for `server`, which has no replica, asking for one within 100 ms.
-config asking_a_lone_server(const redis_server& server) {
-  config cfg = config_for(server);
-  cfg.replica_sync = 1;
-  cfg.replica_sync_timeout = 100ms;
-  return cfg;
-}
 
 TEST(replica_sync, a_confirmed_acquire_and_unlock_are_on_the_replica_when_they_return) {
   replicated_pair p;
@@ -81,19 +56,25 @@ TEST(replica_sync, off_by_default_sends_no_wait) {
   EXPECT_EQ(calls_of(*p.master, "wait"), 0);
 }
 
-TEST(replica_sync, an_acquire_a_paused_replica_does_not_confirm_fails_and_holds_nothing) {
+// Each try is undone, then tried again after retry_delay (short here), replica_sync_tries in
+// all (replica_sync_retry_test.cpp has the try that succeeds).
+TEST(replica_sync, an_acquire_a_paused_replica_never_confirms_fails_after_its_tries) {
   replicated_pair p;
   ASSERT_TRUE(p.wait_until_synced());
-  client c(p.client_config(1, 300ms));
+  config cfg = p.client_config(1, 300ms);
+  cfg.replica_sync_tries = 3;
+  client c(cfg);
   auto l = c.get_lock("unconfirmed");
   p.replica->pause();
   const auto t0 = steady::now();
   const auto [code, what] = thrown_by([&] { (void)l.try_lock(5s, 10s); });
   EXPECT_EQ(code, errc::replication_not_confirmed) << what;
   const auto took = ms_since(t0);
-  EXPECT_GE(took, 300);   // the WAIT's timeout
+  EXPECT_GE(took, 900);   // three WAITs' timeouts
   EXPECT_LT(took, 3000);  // not the caller's whole wait
+  EXPECT_EQ(calls_of(*p.master, "wait"), 3);
   EXPECT_NE(what.find("acknowledged by 0 of the 1 replicas"), std::string::npos) << what;
+  EXPECT_NE(what.find("tried 3 times"), std::string::npos) << what;
   EXPECT_FALSE(l.is_held_by_current_thread());
   // Taken on the master, then undone there: the lock is free again well before its 10 s lease.
   EXPECT_TRUE(wait_until([&] { return !exists_on(*p.master, "unconfirmed"); }, 3s));
@@ -132,6 +113,7 @@ TEST(replica_sync, without_replicas_every_acquire_fails_at_the_sync_timeout) {
   const auto t0 = steady::now();
   EXPECT_EQ(code_of([&] { (void)l.try_lock(); }), errc::replication_not_confirmed);
   EXPECT_LT(ms_since(t0), 2000);
+  EXPECT_EQ(calls_of(server, "wait"), 1);  // try_lock() tries once: it never waits
   EXPECT_TRUE(wait_until([&] { return !exists_on(server, "alone"); }, 3s));
   // A spin lock and a fair lock ask the same.
   auto spin = c.get_spin_lock("alone-spin");
@@ -163,6 +145,9 @@ TEST(replica_sync, renewals_do_not_queue_behind_waits) {
   ASSERT_TRUE(p.wait_until_synced());
   config cfg = p.client_config(1, 1000ms);
   cfg.lock_watchdog_timeout = 1500ms;
+  // One try each: the WAITs this test queues are its first tries' (tries again would queue
+  // more of them behind those, past the acquires' own deadlines).
+  cfg.replica_sync_tries = 1;
   client c(cfg);
   auto held = c.get_lock("kept");
   held.lock();
@@ -224,12 +209,7 @@ TEST(replica_sync, without_replicas_the_other_kinds_give_back_what_they_took) {
   ASSERT_EQ(server.cli({"SET", "lone-pes", "1"}), "OK");
   auto pes = c.get_permit_expirable_semaphore("lone-pes");
   EXPECT_EQ(code_of([&] { (void)pes.try_acquire(10s); }), errc::replication_not_confirmed);
-  EXPECT_TRUE(wait_until(
-      [&] {
-        return server.cli({"GET", "lone-pes"}) == "1" &&
-               server.cli({"EXISTS", "{lone-pes}:timeout"}) == "0";
-      },
-      3s));
+  EXPECT_TRUE(wait_until([&] { return expirable_permit_given_back(server, "lone-pes"); }, 3s));
   auto rw = c.get_read_write_lock("lone-rw");
   EXPECT_EQ(code_of([&] { (void)rw.try_lock(); }), errc::replication_not_confirmed);
   EXPECT_EQ(code_of([&] { (void)rw.try_lock_shared(); }), errc::replication_not_confirmed);
@@ -312,6 +292,12 @@ TEST(replica_sync, bad_settings_are_refused) {
   EXPECT_EQ(refused(1, config_for(server).timeout + 1ms), errc::invalid_argument);
   EXPECT_EQ(refused(0, 0ms), std::error_code{});  // off: the timeout is not used
   EXPECT_EQ(refused(2, 50ms), std::error_code{});
+  for (const int tries : {0, 101}) {
+    config cfg = config_for(server);
+    cfg.replica_sync = 1;
+    cfg.replica_sync_tries = tries;
+    EXPECT_EQ(code_of([&] { client c(cfg); }), errc::invalid_argument) << tries;
+  }
 }
 
 }  // namespace

@@ -569,5 +569,77 @@ TEST(acquire_fsm, a_holder_change_to_one_that_does_not_hand_over_is_followed) {
   EXPECT_EQ(a.level, all);
 }
 
+// An acquire tried again after the replicas did not confirm its last try (params::retry_of)
+// holds its first attempt until the back-off ends (params::not_before): unlock messages do not
+// cut it short, the timer ends it, a stop request ends the acquire at once. It starts no
+// attempt at or after the deadline, and then ends with the last try's error.
+TEST(acquire_fsm, a_try_again_holds_its_first_attempt_until_its_back_off_ends) {
+  acquire_fsm::params p;
+  p.deadline = t0 + 10s;
+  p.not_before = t0 + 1500ms;
+  p.retry_of = make_error_code(errc::replication_not_confirmed);
+  {
+    acquire_fsm f(p);
+    auto a = f.start(t0, true, all);
+    EXPECT_EQ(a.kind, kind::wait);
+    EXPECT_EQ(a.until, t0 + 1500ms);
+    EXPECT_EQ(f.on_wake(t0 + 10ms).kind, kind::none);
+    EXPECT_EQ(f.attempts(), 0);
+    EXPECT_EQ(f.on_timer(t0 + 1500ms).kind, kind::send_acquire);
+    EXPECT_EQ(f.attempts(), 1);
+    // After it, the acquire waits as any other: a wake-up re-tries.
+    EXPECT_EQ(f.on_reply(t0 + 1501ms, held(5000)).kind, kind::wait);
+    EXPECT_EQ(f.on_wake(t0 + 1600ms).kind, kind::send_acquire);
+  }
+  {
+    acquire_fsm f(p);
+    f.start(t0, true, all);
+    auto a = f.on_stop(t0 + 10ms);
+    EXPECT_EQ(a.kind, kind::done);
+    EXPECT_EQ(a.ec, errc::stopped);
+    EXPECT_FALSE(a.release);
+    EXPECT_EQ(f.attempts(), 0);
+  }
+  {
+    // A back-off already over does not wait.
+    acquire_fsm f(p);
+    EXPECT_EQ(f.start(t0 + 2s, true, all).kind, kind::send_acquire);
+  }
+  {
+    // Never past the deadline: an acquire that reaches it before its attempt ends with the
+    // last try's error, not as a wait that ran out.
+    p.deadline = t0 + 1s;
+    acquire_fsm f(p);
+    EXPECT_EQ(f.start(t0, true, all).until, t0 + 1s);
+    auto a = f.on_timer(t0 + 1s);
+    EXPECT_EQ(a.kind, kind::done);
+    EXPECT_EQ(a.ec, errc::replication_not_confirmed);
+    EXPECT_FALSE(a.acquired);
+    EXPECT_FALSE(a.release);
+    acquire_fsm late(p);
+    a = late.start(t0 + 2s, true, all);
+    EXPECT_EQ(a.kind, kind::done);
+    EXPECT_EQ(a.ec, errc::replication_not_confirmed);
+    EXPECT_EQ(late.attempts(), 0);
+  }
+  {
+    // An attempt whose reply the deadline cut off: that error too, and the attempt is undone.
+    p.deadline = t0 + 1s;
+    p.not_before = t0 + 500ms;
+    acquire_fsm f(p);
+    f.start(t0, true, all);
+    EXPECT_EQ(f.on_timer(t0 + 500ms).kind, kind::send_acquire);
+    auto a = f.on_reply(t0 + 1s, failed(errc::timeout));
+    EXPECT_EQ(a.kind, kind::done);
+    EXPECT_EQ(a.ec, errc::replication_not_confirmed);
+    EXPECT_TRUE(a.release);
+    // Before the deadline a timeout is the attempt's own error.
+    acquire_fsm early(p);
+    early.start(t0, true, all);
+    early.on_timer(t0 + 500ms);
+    EXPECT_EQ(early.on_reply(t0 + 900ms, failed(errc::timeout)).ec, errc::timeout);
+  }
+}
+
 }  // namespace
 }  // namespace rlock::detail

@@ -72,5 +72,27 @@ TEST(replica_census, under_redissons_rule_one_acknowledgement_or_no_replica_conf
   EXPECT_TRUE(replicas_confirmed(cfg, waited(-1, -1)));
 }
 
+// An acquire the replicas did not confirm is tried again as Redisson does: replica_sync_tries
+// in all, each after its delay, never past the caller's deadline (halfway to it instead, or not
+// at all with too little left).
+TEST(replica_sync_retry, tries_are_bounded_by_replica_sync_tries_and_the_deadline) {
+  using namespace std::chrono_literals;
+  config cfg;
+  cfg.replica_sync_tries = 3;
+  const clock::time_point now = clock::time_point{} + 100s;
+  const auto forever = clock::time_point::max();
+  EXPECT_EQ(unconfirmed_retry_in(cfg, 1, now, forever, 1500ms), 1500ms);
+  EXPECT_EQ(unconfirmed_retry_in(cfg, 2, now, forever, 1500ms), 1500ms);
+  EXPECT_EQ(unconfirmed_retry_in(cfg, 3, now, forever, 1500ms), std::nullopt);
+  EXPECT_EQ(unconfirmed_retry_in(cfg, 1, now, now + 2s, 1500ms), 1500ms);
+  EXPECT_EQ(unconfirmed_retry_in(cfg, 1, now, now + 1s, 1500ms), 500ms);
+  EXPECT_EQ(unconfirmed_retry_in(cfg, 1, now, now + 15ms, 1500ms), std::nullopt);
+  EXPECT_EQ(unconfirmed_retry_in(cfg, 1, now, now, 1500ms), std::nullopt);
+  cfg.replica_sync_tries = 1;
+  EXPECT_EQ(unconfirmed_retry_in(cfg, 1, now, forever, 1500ms), std::nullopt);
+  EXPECT_EQ(after_tries("acquired on the master, but ...", 1), "acquired on the master, but ...");
+  EXPECT_EQ(after_tries("x", 3), "x; tried 3 times (config::replica_sync_tries)");
+}
+
 }  // namespace
 }  // namespace rlock::detail

@@ -155,7 +155,8 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
       ->group(group);
   app.add_option("--replica-sync", opts.replica_sync,
                  "Count a lock's acquire and release only once N replicas acknowledge it "
-                 "(WAIT); an acquire they do not is undone (exit 69). 0: off (default). "
+                 "(WAIT); an acquire they do not is undone and tried again, then exit 69. 0: "
+                 "off (default). "
                  "'all': Redisson's rule, WAIT for every connected replica and count it once "
                  "one acknowledged (or none is connected)")
       ->type_name("N|all")
@@ -171,6 +172,11 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
                       "How long --replica-sync waits for the replicas (default 1s, at most "
                       "--timeout)",
                       duration_bound::positive)
+      ->group(group);
+  app.add_option("--replica-sync-tries", opts.replica_sync_tries,
+                 "Tries of an acquire the replicas do not acknowledge, the first included "
+                 "(default 4, Redisson's; 1: exit 69 at the first)")
+      ->check(CLI::Range(1, 100))
       ->group(group);
 }
 
@@ -326,6 +332,7 @@ rlock::config finish_config(const connection_options& opts, rlock::config cfg,
   cfg.connect_timeout = opts.connect_timeout;
   cfg.replica_sync = opts.replica_sync;
   cfg.replica_sync_timeout = opts.replica_sync_timeout;
+  cfg.replica_sync_tries = opts.replica_sync_tries;
   if (opts.replica_sync != 0 && opts.replica_sync_timeout > opts.timeout) {
     throw usage_error("--replica-sync-timeout must be at most --timeout");
   }
@@ -409,7 +416,8 @@ std::vector<std::string> connection_arguments(const connection_options& opts) {
                        opts.replica_sync == rlock::config::all_connected_replicas
                            ? std::string("all")
                            : std::to_string(opts.replica_sync),
-                       "--replica-sync-timeout", ms_text(opts.replica_sync_timeout)});
+                       "--replica-sync-timeout", ms_text(opts.replica_sync_timeout),
+                       "--replica-sync-tries", std::to_string(opts.replica_sync_tries)});
   }
   return a;
 }

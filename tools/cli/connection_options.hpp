@@ -63,6 +63,7 @@ struct connection_options {
   /// (rlock::config::all_connected_replicas for 'all')
   int replica_sync = 0;
   std::chrono::milliseconds replica_sync_timeout = std::chrono::milliseconds(1000);
+  int replica_sync_tries = 4;
 };
 
 /// Adds the shared options to `app` (group "Connection"). An empty value (--url '') is a usage

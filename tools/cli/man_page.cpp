@@ -83,7 +83,7 @@ std::string make_man_page(const CLI::App& app, const std::string& version) {
              "69   server unavailable (refused, unreachable, authentication, TLS, a read-only\n"
              "     replica, a command rlock needs renamed or disabled, a cluster node that\n"
              "     does not serve the lock's slot, no answer within --connect-timeout,\n"
-             "     fewer replicas than --replica-sync acknowledged the acquire)\n"
+             "     fewer replicas than --replica-sync acknowledged each try of the acquire)\n"
              "70   other server or library error\n"
              "75   exec: not acquired within --wait (--conflict-exit-code)\n"
              "76   exec: the lock was lost while the command ran (--lost-exit-code)\n"
