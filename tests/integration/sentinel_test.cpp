@@ -11,6 +11,7 @@
 #include "support/event_recorder.hpp"
 #include "support/replica_acks.hpp"
 #include "support/rotating_secret.hpp"
+#include "support/server_monitor.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -62,6 +63,20 @@ struct sentinel_group {
     return c;
   }
 };
+
+/// Whether `l`'s holder finds its hold on the new master within 30 s of a failover (its client
+/// reconnects through the Sentinel). External state: the reconnect has no event to wait on.
+bool holds_once_reconnected(reentrant_lock& l) {
+  return wait_until(
+      [&] {
+        try {
+          return l.is_held_by_current_thread();
+        } catch (const error&) {
+          return false;  // still reconnecting
+        }
+      },
+      30s, 50ms);
+}
 
 TEST(sentinel, a_lock_is_taken_on_the_master_the_sentinel_names_after_a_dead_sentinel) {
   sentinel_group g;
@@ -164,21 +179,53 @@ TEST(sentinel, a_hold_the_replica_acknowledged_survives_the_masters_death) {
                             c.id() + ":" + std::to_string(this_thread_owner_id())}),
             "1");
   // The holder's client finds the new master (its reconnects ask the Sentinel) and the hold
-  // there. External state: the reconnect has no event to wait on.
-  EXPECT_TRUE(wait_until(
-      [&] {
-        try {
-          return l.is_held_by_current_thread();
-        } catch (const error&) {
-          return false;  // still reconnecting
-        }
-      },
-      30s, 50ms));
+  // there.
+  EXPECT_TRUE(holds_once_reconnected(l));
   EXPECT_FALSE(l.loss_token().stop_requested());
   client other(g.client_config());
   EXPECT_FALSE(other.get_lock("kept-across-failover").try_lock(200ms));
   EXPECT_EQ(code_of([&] { l.unlock_or_throw(); }), errc::replication_not_confirmed);
   EXPECT_EQ(g.replica->cli({"EXISTS", "kept-across-failover"}), "0");
+}
+
+// Redisson's rule (config::all_connected_replicas) in Sentinel mode: each WAIT asks for the
+// replicas of the master it reaches. Before the failover that is the master's one replica (WAIT
+// 1, and the promoted replica has the hold); after it, the promoted replica has none, so the
+// release counts at once (WAIT 0), where N = 1 (above) reports it unconfirmed.
+TEST(sentinel, under_redissons_rule_a_promoted_master_without_replicas_counts_writes) {
+  sentinel_group g;
+  ASSERT_TRUE(g.wait_until_replica_known());
+  ASSERT_TRUE(wait_until_replicas_acknowledge(*g.master, 20s));
+  config cfg = g.client_config();
+  cfg.replica_sync = config::all_connected_replicas;
+  cfg.replica_sync_timeout = 2000ms;
+  client c(cfg);
+  const auto wait_count = [](server_monitor& watch) {
+    const auto w = watch.next_named("WAIT", 10s);
+    return w && w->args.size() == 3 ? w->args[1] : std::string();
+  };
+  auto l = c.get_lock("all-across-failover");
+  {
+    server_monitor on_master(*g.master);
+    ASSERT_TRUE(l.try_lock(10s));
+    EXPECT_EQ(wait_count(on_master), "1");
+  }
+  g.master->kill();
+  ASSERT_TRUE(
+      wait_until([&] { return g.named_port() == std::to_string(g.replica->port()); }, 60s, 50ms))
+      << g.sentinel->log_tail();
+  // Watched from here: the Sentinel closed the promoted replica's clients as it promoted it.
+  server_monitor on_promoted(*g.replica);
+  EXPECT_EQ(g.replica->cli({"HGET", "all-across-failover",
+                            c.id() + ":" + std::to_string(this_thread_owner_id())}),
+            "1");
+  EXPECT_TRUE(holds_once_reconnected(l));
+  EXPECT_EQ(code_of([&] { l.unlock_or_throw(); }), std::error_code{});
+  EXPECT_EQ(wait_count(on_promoted), "0");
+  EXPECT_EQ(g.replica->cli({"EXISTS", "all-across-failover"}), "0");
+  EXPECT_TRUE(l.try_lock(10s));
+  EXPECT_EQ(wait_count(on_promoted), "0");
+  l.unlock_or_throw();
 }
 
 // A client that misses the announcement (below) still leaves an old master that is still
