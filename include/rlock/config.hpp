@@ -117,11 +117,16 @@ struct config {
   ///     refused AUTH, and asks again then;
   ///   - the Sentinels' own connections are not asked about: they use sentinel_username and
   ///     sentinel_password.
-  /// Called with the server's address (without credentials), on one of the client's I/O
-  /// threads, possibly on several at once: it must be thread-safe and return quickly (read a
-  /// file, or a token fetched ahead of time on a thread of your own). While it runs, that
-  /// thread's I/O waits, and the time it takes counts against connect_timeout. A blocking call
-  /// of this client made from it throws errc::invalid_argument.
+  /// Called with the server's address (without credentials) on a thread the client starts for
+  /// it (one per client, asking about one connect at a time, in order), never on an I/O
+  /// thread: a resolver that takes its time (a vault or a cloud provider asked over the
+  /// network) holds up only the connects that wait for its answer, while the I/O threads carry
+  /// every other request, renewals of held locks included (a dropped connection's reconnect
+  /// does not cost a held lock its lease). The time it takes counts against connect_timeout: a
+  /// connect that timed out meanwhile drops its answer and asks again at its next try. A
+  /// blocking call of this client made from it throws errc::invalid_argument. At shutdown a
+  /// resolver still running after 200 ms is left to return on its thread, its answer dropped:
+  /// what it uses must outlive it.
   std::function<credentials(const server_address& server)> credentials_resolver;
   int database = 0;
   /// Sentinel mode (Redisson's SentinelServersConfig), when not empty: the name of the master

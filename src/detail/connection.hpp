@@ -62,10 +62,12 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "detail/exec_result.hpp"
 #include "detail/replica_census.hpp"
+#include "detail/resolver_thread.hpp"
 #include "detail/resp.hpp"
 #include "detail/server_client.hpp"
 #include "detail/transport.hpp"
@@ -104,8 +106,10 @@ struct connection_options {
   std::optional<std::string> username;
   std::optional<std::string> password;
   /// When set, asked at each connect; its answer replaces username and password
-  /// (config::credentials_resolver).
+  /// (config::credentials_resolver). Asked on `resolver_runner` when set (the client's
+  /// resolver_thread), else on the connection's strand.
   std::function<credentials(const server_address&)> credentials_resolver;
+  std::shared_ptr<resolver_thread> resolver_runner;
   std::string client_name;
   tls_options tls;
   std::shared_ptr<asio::ssl::context> tls_context;
@@ -230,10 +234,17 @@ class connection : public std::enable_shared_from_this<connection> {
   // Sentinel mode: the server's answer to ROLE during setup, as an error when it is no master.
   std::optional<std::string> not_master(const exec_result& role) const;
   void on_transport_connected(std::uint64_t gen, std::error_code ec, std::string detail);
-  // The user and password of this connect: the resolver's answer when there is one. nullopt
-  // when the resolver threw: the connect has failed then (auth_failed, its text in the detail).
-  std::optional<credentials> setup_credentials(std::uint64_t gen);
+  // Sends the setup commands of connect `gen` with the user and password the resolver gives
+  // (asked on opts_.resolver_runner when there is one, the setup going on when its answer is
+  // back on the strand), or with those of opts_.
   void send_setup(std::uint64_t gen);
+  // The resolver's answer, or the reason it gave none (what it threw).
+  using resolved = std::variant<credentials, std::string>;
+  static resolved ask_resolver(const std::function<credentials(const server_address&)>& resolver,
+                               server_address server);
+  // Goes on with the setup of connect `gen` once the resolver answered (fails it with
+  // errc::auth_failed when the resolver threw).
+  void send_setup_as(std::uint64_t gen, const resolved& login);
   // How a failed connect reads in handlers::on_link: a failure at opts_.address; no address
   // to try (no Sentinel named the master: the report names no server); or not reported (a
   // connect abandoned for a move, which is no failure).

@@ -92,27 +92,60 @@ void connection::on_transport_connected(std::uint64_t gen, std::error_code ec, s
   send_setup(gen);
 }
 
-std::optional<credentials> connection::setup_credentials(std::uint64_t gen) {
-  if (!opts_.credentials_resolver) return credentials{opts_.username, opts_.password};
-  server_address server = opts_.address;
+connection::resolved connection::ask_resolver(
+    const std::function<credentials(const server_address&)>& resolver, server_address server) {
   server.username.reset();
   server.password.reset();
   std::string why;
   try {
-    return opts_.credentials_resolver(server);
+    return resolver(server);
   } catch (const std::exception& e) {
     why = e.what();
   } catch (...) {
     why = "an exception not derived from std::exception";
   }
-  setup_failed(gen, make_error_code(errc::auth_failed),
-               "credentials_resolver failed for " + server.to_string() + ": " + why);
-  return std::nullopt;
+  return "credentials_resolver failed for " + server.to_string() + ": " + why;
 }
 
 void connection::send_setup(std::uint64_t gen) {
-  const std::optional<credentials> login = setup_credentials(gen);
-  if (!login) return;
+  if (!opts_.credentials_resolver) {
+    send_setup_as(gen, credentials{opts_.username, opts_.password});
+    return;
+  }
+  if (!opts_.resolver_runner) {
+    send_setup_as(gen, ask_resolver(opts_.credentials_resolver, opts_.address));
+    return;
+  }
+  // Asked off the I/O threads: meanwhile they carry every other request (renewals included).
+  // The connect timer runs on; a connect that timed out or closed meanwhile (another
+  // generation) drops the answer.
+  std::weak_ptr<connection> weak = shared_from_this();
+  std::weak_ptr<resolver_thread> runner = opts_.resolver_runner;
+  opts_.resolver_runner->post(
+      [weak, runner, resolver = opts_.credentials_resolver, address = opts_.address, gen] {
+        resolved login = ask_resolver(resolver, address);
+        auto r = runner.lock();
+        if (!r) return;
+        // Only while the client runs: after it stopped the runner, its io_context may be gone.
+        r->deliver([&] {
+          if (auto self = weak.lock()) {
+            asio::post(self->strand_,
+                       [self, gen, login = std::move(login)] { self->send_setup_as(gen, login); });
+          }
+        });
+      });
+}
+
+void connection::send_setup_as(std::uint64_t gen, const resolved& answer) {
+  {
+    std::lock_guard lk(mu_);
+    if (gen != generation_ || state_ != state::connecting) return;
+  }
+  if (const auto* why = std::get_if<std::string>(&answer)) {
+    setup_failed(gen, make_error_code(errc::auth_failed), *why);
+    return;
+  }
+  const auto* login = &std::get<credentials>(answer);
   // Setup commands are written directly, ahead of any queued user request.
   std::vector<std::vector<std::string>> cmds;
   if (login->password) {

@@ -58,6 +58,12 @@ core::core(config cfg, const std::vector<const script*>& scripts)
                                                        : sentinel_options(cfg_);
   opts.client_name = cfg_.client_name;
   opts.count_replicas = cfg_.replica_sync == config::all_connected_replicas;
+  if (cfg_.credentials_resolver) {
+    // A blocking call of this client from the resolver is refused as from an I/O thread: it
+    // could wait for a connect that waits for the resolver.
+    resolver_ = std::make_shared<resolver_thread>([this] { io_thread_of = this; });
+    opts.resolver_runner = resolver_;
+  }
   opts.tls = cfg_.tls;
   const auto tls = [](const server_address& a) { return a.kind == server_address::scheme::rediss; };
   if (tls(opts.address) || std::ranges::any_of(opts.sentinels, tls)) {
@@ -197,6 +203,9 @@ void core::shutdown() {
   // closing while its server is unreachable does not wait long for it.
   spent_->close(clock::now() + std::min<clock::duration>(cfg_.timeout, spent_close_wait));
   if (closed_.exchange(true)) return;
+  // No resolver answer reaches a connection from now on (a resolver still running is left to
+  // return on its own thread).
+  if (resolver_) resolver_->stop();
   // First: once it has returned, no announcement reaches node_'s connections.
   if (sentinel_watch_) sentinel_watch_->close();
   if (cluster_) {

@@ -196,6 +196,8 @@ class core : public std::enable_shared_from_this<core> {
   std::unordered_map<const script*, std::unique_ptr<script>> sharded_twins_;
   // Sentinel mode: hears the Sentinels announce a new master (null otherwise).
   std::unique_ptr<sentinel_watch> sentinel_watch_;
+  // Where config::credentials_resolver is asked (resolver_thread.hpp); null without one.
+  std::shared_ptr<resolver_thread> resolver_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::set<std::shared_ptr<attempt>> waiting_;  // attempts sleeping before a retry

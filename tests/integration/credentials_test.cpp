@@ -4,10 +4,14 @@
 // auth_failed and its reason, before anything is sent.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
+#include "support/client_list.hpp"
 #include "support/lock_listeners.hpp"
 #include "support/rotating_secret.hpp"
 #include "support/wait.hpp"
@@ -109,6 +113,65 @@ TEST(credentials, a_resolver_that_throws_fails_the_connect_with_auth_failed_and_
   secret.set("one");
   EXPECT_TRUE(answers(c));
   EXPECT_GE(secret.asked().size(), 2U);
+}
+
+// A resolver that takes its time (a vault asked over the network) holds up only the connect that
+// waits for it, not the client's I/O: with one I/O thread, a held lock's renewals go on on the
+// other connection while a dropped one waits for the resolver, which is asked on a thread of its
+// own; that connect completes once it answers.
+TEST(credentials, a_slow_resolver_holds_up_its_connect_and_not_the_renewals) {
+  redis_server server;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool slow = false;
+  bool entered = false;
+  bool released = false;
+  const auto release = [&] {
+    std::lock_guard lk(mu);
+    released = true;
+    cv.notify_all();
+  };
+  config cfg = config_for(server);
+  cfg.io_threads = 1;
+  cfg.connection_pool_size = 2;
+  cfg.client_name = "slow-resolver";
+  cfg.lock_watchdog_timeout = 1500ms;  // renewed every 500 ms
+  cfg.connect_timeout = 20s;
+  cfg.credentials_resolver = [&](const server_address&) {
+    std::unique_lock lk(mu);
+    if (slow) {
+      entered = true;
+      cv.notify_all();
+      cv.wait_for(lk, 10s, [&] { return released; });
+    }
+    return credentials{};
+  };
+  {
+    client c(cfg);
+    // Released before the client closes, also after a failed assertion: it waits for the
+    // resolver only briefly as it closes, and the resolver uses this test's locals.
+    const std::shared_ptr<void> release_at_exit(nullptr, [&](void*) { release(); });
+    auto l = c.get_lock("renewed-meanwhile");
+    l.lock();
+    {
+      std::lock_guard lk(mu);
+      slow = true;
+    }
+    const auto conns = client_list(server, "slow-resolver");
+    ASSERT_GE(conns.size(), 2U);
+    server.cli({"CLIENT", "KILL", "ID", conns.front().at("id")});
+    {
+      std::unique_lock lk(mu);
+      ASSERT_TRUE(cv.wait_for(lk, 10s, [&] { return entered; }));
+    }
+    const long before = evalsha_calls(server);
+    EXPECT_TRUE(wait_until([&] { return evalsha_calls(server) >= before + 2; }, 5s))
+        << "no renewal while the resolver was asked";
+    EXPECT_FALSE(l.loss_token().stop_requested());
+    release();
+    EXPECT_TRUE(wait_until([&] { return client_list(server, "slow-resolver").size() >= 2; }, 10s));
+    l.unlock_or_throw();
+  }
 }
 
 }  // namespace
