@@ -122,7 +122,7 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
   }
 
   // Schedules the next try of a take the replicas did not confirm (its undo about to be sent),
-  // if config::retry_attempts and the deadline allow; meanwhile messages start no attempt, and
+  // if config::replica_sync_tries and the deadline allow; meanwhile messages start no attempt, and
   // a stop request or shutdown ends the wait at once. `detail`: the error's text, should the
   // wait end during the back-off. Under mu_, with no attempt in flight.
   bool back_off_locked(const std::string& detail) {
@@ -332,7 +332,7 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
   std::error_code end_ec_;
   bool finished_ = false;
   bool timer_armed_ = false;
-  // Takes the replicas did not confirm, and the wait for the next try (back_off_after_unconfirmed).
+  // Takes the replicas did not confirm, and the wait for the next try (back_off_locked).
   int unconfirmed_tries_ = 0;
   bool backing_off_ = false;
   std::string unconfirmed_detail_;

@@ -23,6 +23,12 @@
 // attempt's success (stopped or shut down while it was in flight), or when the attempt failed
 // with an unknown outcome (it may have acted). The caller's `done` runs once, on an I/O thread
 // (or the fallback context after the client shut down).
+//
+// An attempt that failed with errc::replication_not_confirmed (a take the replicas did not
+// confirm, config::replica_sync) is undone and tried again after a back-off, as Redisson does:
+// config::replica_sync_tries in all, within the deadline (replica_sync.hpp's
+// unconfirmed_retry_in). Messages start no attempt during the back-off; a stop request or
+// shutdown ends the wait at once. After the last try the wait ends with that error.
 #pragma once
 
 #include <cstdint>
