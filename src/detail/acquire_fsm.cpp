@@ -21,7 +21,15 @@ acquire_fsm::action acquire_fsm::attempt(time_point now) {
   return send_attempt();
 }
 
-acquire_fsm::action acquire_fsm::retry(time_point now) {
+acquire_fsm::action acquire_fsm::back_off_or_retry(time_point now) {
+  if (now < p_.not_before && now < p_.deadline) {
+    state_ = state::waiting;
+    backing_off_ = true;
+    action a;
+    a.kind = action_kind::wait;
+    a.until = std::min(p_.not_before, p_.deadline);
+    return a;
+  }
   backing_off_ = false;
   if (p_.retry_of && now >= p_.deadline) return finish(p_.retry_of, false);
   return attempt(now);
@@ -66,17 +74,7 @@ acquire_fsm::action acquire_fsm::spin_wait(time_point now) {
 
 acquire_fsm::action acquire_fsm::start(time_point now, bool head, channels subscribed) {
   subscribed_ = subscribed;
-  if (head || p_.single_attempt || turn_pending_) {
-    if (p_.not_before > now && now < p_.deadline) {
-      state_ = state::waiting;
-      backing_off_ = true;
-      action a;
-      a.kind = action_kind::wait;
-      a.until = std::min(p_.not_before, p_.deadline);
-      return a;
-    }
-    return retry(now);
-  }
+  if (head || p_.single_attempt || turn_pending_) return back_off_or_retry(now);
   state_ = state::queued;
   action a;
   a.kind = action_kind::wait;
@@ -211,16 +209,8 @@ acquire_fsm::action acquire_fsm::on_wake(time_point now) {
 acquire_fsm::action acquire_fsm::on_timer(time_point now) {
   switch (state_) {
     case state::waiting:
-      if (backing_off_) {
-        // The back-off's end (never after the deadline): the attempt it held back goes now.
-        if (now < p_.not_before && now < p_.deadline) {
-          action a;
-          a.kind = action_kind::wait;
-          a.until = std::min(p_.not_before, p_.deadline);
-          return a;
-        }
-        return retry(now);
-      }
+      // The back-off's end (never after the deadline): the attempt it held back goes now.
+      if (backing_off_) return back_off_or_retry(now);
       if (now >= p_.deadline) return finish({}, false);
       return attempt(now);
     case state::queued:

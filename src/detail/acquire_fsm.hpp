@@ -152,8 +152,9 @@ class acquire_fsm {
  private:
   enum class state { idle, queued, attempting, subscribing, waiting, done };
   action attempt(time_point now);
-  /// The first attempt of a try again (params::retry_of) once its back-off is over.
-  action retry(time_point now);
+  /// A head's first attempt: it waits until params::not_before first (a back-off, never past
+  /// the deadline), and a try again (params::retry_of) starts none at or after the deadline.
+  action back_off_or_retry(time_point now);
   /// The attempt that confirms a hand-off (params::confirm_handoff), whatever the deadline.
   action confirm();
   /// Sends an attempt (attempt() and confirm() after their checks).

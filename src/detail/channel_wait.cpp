@@ -126,11 +126,8 @@ class wait_op : public std::enable_shared_from_this<wait_op> {
   // a stop request or shutdown ends the wait at once. `detail`: the error's text, should the
   // wait end during the back-off. Under mu_, with no attempt in flight.
   bool back_off_locked(const std::string& detail) {
-    const auto& cfg = core_->cfg();
     const auto now = clock::now();
-    const auto proposed = equal_jitter(cfg.retry_delay_base, cfg.retry_delay_max)
-                              .delay(unconfirmed_tries_, thread_rng());
-    const auto in = unconfirmed_retry_in(cfg, unconfirmed_tries_, now, spec_.deadline, proposed);
+    const auto in = next_unconfirmed_try_in(core_->cfg(), unconfirmed_tries_, now, spec_.deadline);
     if (!in) return false;
     backing_off_ = true;
     unconfirmed_detail_ = detail;

@@ -4,14 +4,12 @@
 #include <algorithm>
 #include <string_view>
 
-#include "detail/backoff.hpp"
 #include "detail/lock_keys.hpp"
 #include "detail/lock_replies.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/lock_service_op.hpp"
 #include "detail/replica_sync.hpp"
-#include "detail/thread_rng.hpp"
 
 namespace rlock::detail {
 namespace {
@@ -146,9 +144,7 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     const auto& cfg = core_->cfg();
     const auto now = clock::now();
     const int tries = o->req.unconfirmed_tries + 1;
-    const auto proposed =
-        equal_jitter(cfg.retry_delay_base, cfg.retry_delay_max).delay(tries, thread_rng());
-    if (const auto in = unconfirmed_retry_in(cfg, tries, now, o->req.deadline, proposed)) {
+    if (const auto in = next_unconfirmed_try_in(cfg, tries, now, o->req.deadline)) {
       acquire_request again = o->req;
       again.unconfirmed_tries = tries;
       again.unconfirmed_detail = o->last_error_detail;

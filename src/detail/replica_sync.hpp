@@ -7,10 +7,12 @@
 #include <optional>
 #include <string>
 
+#include "detail/backoff.hpp"
 #include "detail/channel_wait.hpp"
 #include "detail/core.hpp"
 #include "detail/exec_result.hpp"
 #include "detail/retry_fsm.hpp"
+#include "detail/thread_rng.hpp"
 
 namespace rlock::detail {
 
@@ -71,6 +73,15 @@ inline std::optional<std::chrono::milliseconds> unconfirmed_retry_in(
   const auto half = std::chrono::duration_cast<std::chrono::milliseconds>((deadline - now) / 2);
   if (half < retry_fsm::min_delay_before_deadline) return std::nullopt;
   return half;
+}
+
+/// unconfirmed_retry_in with the delay drawn from config::retry_delay_base/max's equal jitter
+/// for the next try after `tries`.
+inline std::optional<std::chrono::milliseconds> next_unconfirmed_try_in(
+    const config& cfg, int tries, clock::time_point now, clock::time_point deadline) {
+  const auto proposed =
+      equal_jitter(cfg.retry_delay_base, cfg.retry_delay_max).delay(tries, thread_rng());
+  return unconfirmed_retry_in(cfg, tries, now, deadline, proposed);
 }
 
 /// The detail of an acquire's final errc::replication_not_confirmed after `tries` tries.
