@@ -1,5 +1,5 @@
 // The lock example: the blocking API with std::lock_guard, a lease, the loss signal, with_lock,
-// and the async API from a coroutine with an explicit owner id.
+// the async API from a coroutine with an explicit owner id, and the client's counters.
 //
 //   rlock_lock_example [redis://host:port]
 //
@@ -60,6 +60,12 @@ int main(int argc, char** argv) try {
       asio::detached);
   io.run();
   std::cout << "'orders' locked now: " << orders.is_locked() << "\n";
+
+  // 5. What the client did, for metrics: counters since it was made, and gauges of now.
+  const rlock::client_stats s = client.stats();
+  std::cout << s.requests << " requests (" << s.requests_failed << " failed), " << s.attempts
+            << " attempts, " << s.connects << " connections set up, " << s.holds_watched
+            << " hold(s) watched now\n";
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "rlock_lock_example: " << e.what() << "\n";

@@ -155,6 +155,20 @@ connection_status client::status() const {
   return core_->status();
 }
 
+client_stats client::stats() const {
+  if (!core_) return {};
+  client_stats s = core_->counters()->snapshot();
+  if (core_->closed() || core_->forked()) {
+    s.requests_in_flight = 0;
+    return s;
+  }
+  if (locks_) s.holds_watched += locks_->holds_watched();
+  if (rw_locks_) s.holds_watched += rw_locks_->holds_watched();
+  if (expirable_semaphores_) s.holds_watched += expirable_semaphores_->keepers().kept();
+  s.channels = core_->channels();
+  return s;
+}
+
 void client::shutdown() {
   if (kept_in_fork_child()) return;
   if (semaphores_) semaphores_->shutdown();

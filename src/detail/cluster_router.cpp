@@ -185,6 +185,7 @@ void cluster_router::ask_next(const std::shared_ptr<scan_state>& s) {
   o.scripts.clear();
   o.ping_interval = std::chrono::milliseconds(0);
   o.movable = false;
+  o.counters = nullptr;  // a scan's own connection to a seed, not one of the client's links
   auto conn = std::make_shared<connection>(io_, o, connection::handlers{});
   r.done = [self = shared_from_this(), s, host = c.host, conn](exec_result res) {
     asio::post(self->io_, [conn] { conn->close(); });
@@ -340,6 +341,13 @@ void cluster_router::scan_finished(bool ok, std::error_code ec, std::string deta
                      : ok  ? opts_.scan_interval
                            : std::min(opts_.scan_interval, 1000ms);
   arm_locked(after);
+}
+
+std::size_t cluster_router::channels() const {
+  std::shared_lock lk(mu_);
+  std::size_t n = 0;
+  for (const auto& [name, nd] : nodes_) n += nd->channels();
+  return n;
 }
 
 connection_status cluster_router::status() const {

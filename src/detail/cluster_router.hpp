@@ -88,6 +88,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   /// Connected when a map is known and every master in it has a ready command connection;
   /// otherwise the first master's (or the seeds') failure, or the slots no master serves.
   connection_status status() const;
+  /// Channels confirmed on the subscribers of every node now.
+  std::size_t channels() const;
   /// The first scan has ended (with a map and, in automatic mode, the servers' answer to
   /// PUBSUB SHARDNUMSUB; or with no seed reachable): sharded() holds from then on, unless
   /// that scan failed and a later one learns otherwise.

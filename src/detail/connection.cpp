@@ -244,6 +244,7 @@ void connection::drop(std::uint64_t gen, std::error_code ec, std::string detail)
   }
   run(done);
   if (!was_ready) return;
+  if (opts_.counters) client_counters::add(opts_.counters->disconnects);
   if (handlers_.on_down) handlers_.on_down(ec);
   if (handlers_.on_link) {
     handlers_.on_link({.what = link_report::change::down,

@@ -65,6 +65,7 @@
 #include <variant>
 #include <vector>
 
+#include "detail/client_counters.hpp"
 #include "detail/exec_result.hpp"
 #include "detail/replica_census.hpp"
 #include "detail/resolver_thread.hpp"
@@ -143,6 +144,10 @@ struct connection_options {
   /// count. Best effort: while the server refuses INFO, they ask for 1. Shared by the
   /// connections to one server.
   std::shared_ptr<replica_census> census;
+  /// When set, the connection counts its setups, failed setups and drops into it, and a pub/sub
+  /// connection's subscriber the messages it receives (client::stats()). Not copied to Sentinel
+  /// connections.
+  std::shared_ptr<client_counters> counters;
 };
 
 /// Options for a connection to `sentinel`, one of `base`'s Sentinels: its address and

@@ -305,6 +305,10 @@ void connection::setup_failed(std::uint64_t gen, std::error_code ec, std::string
     schedule_reconnect_locked();
   }
   run(done);
+  // failure_report::none: the attempt was cut short to move to another master, not failed.
+  if (opts_.counters && report != failure_report::none) {
+    client_counters::add(opts_.counters->connect_failures);
+  }
   if (handlers_.on_link && report != failure_report::none) {
     handlers_.on_link(
         {.what = link_report::change::connect_failed,
@@ -326,6 +330,7 @@ void connection::become_ready(std::uint64_t gen) {
     connect_timer_.cancel();
     start_write_locked(lk);
   }
+  if (opts_.counters) client_counters::add(opts_.counters->connects);
   if (opts_.ping_interval.count() > 0) {
     ping_timer_.expires_after(opts_.ping_interval);
     ping_timer_.async_wait(

@@ -57,6 +57,7 @@ core::core(config cfg, const std::vector<const script*>& scripts)
                             : cfg_.master_name.empty() ? server_options(cfg_, address_)
                                                        : sentinel_options(cfg_);
   opts.client_name = cfg_.client_name;
+  opts.counters = counters_;
   opts.count_replicas = cfg_.replica_sync == config::all_connected_replicas;
   if (cfg_.credentials_resolver) {
     // A blocking call of this client from the resolver is refused as from an I/O thread: it
@@ -176,6 +177,11 @@ void core::check_blocking_allowed() const {
 
 node& core::node_for(std::string_view key) {
   return cluster_ ? cluster_->node_for(key) : *node_;
+}
+
+std::size_t core::channels() const {
+  if (forked() || closed_.load()) return 0;
+  return cluster_ ? cluster_->channels() : node_->channels();
 }
 
 connection_status core::status() const {

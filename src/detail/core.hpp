@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "detail/client_counters.hpp"
 #include "detail/cluster_router.hpp"
 #include "detail/connection.hpp"
 #include "detail/event_sink.hpp"
@@ -119,6 +120,8 @@ class core : public std::enable_shared_from_this<core> {
   /// errc::invalid_argument before anything is written, shutdown() does nothing, and the
   /// client must not be destroyed here (client::~client keeps it until the process exits).
   bool forked() const noexcept { return fork_epoch() != fork_epoch_; }
+  /// shutdown() has begun.
+  bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   /// What forked() refusals say.
   std::string forked_detail() const;
 
@@ -133,6 +136,11 @@ class core : public std::enable_shared_from_this<core> {
   spent_keys& spent() { return *spent_; }
   /// The client's events (config::on_event): event_sink::wanted() is false without a handler.
   event_sink& events() { return *events_; }
+  /// What the client has done (client::stats()), counted by its parts (which may keep it past
+  /// the core: a watchdog's late reply).
+  const std::shared_ptr<client_counters>& counters() const { return counters_; }
+  /// Channels the servers confirmed to the client's subscribers now (0 once shut down).
+  std::size_t channels() const;
 
  private:
   struct attempt;
@@ -175,6 +183,11 @@ class core : public std::enable_shared_from_this<core> {
   void resend_after(const std::shared_ptr<attempt>& a, std::chrono::milliseconds delay,
                     exec_result res);
   void on_result(const std::shared_ptr<attempt>& a, exec_result res);
+  /// Completes `a` with `res` (its callback, if any is left), counting the completion.
+  void finish(const std::shared_ptr<attempt>& a, exec_result res);
+  /// Completes `a` with `res` later, on the fallback executor (complete_closed): when the
+  /// client cannot run it (shut down, or a fork's child).
+  void finish_closed(const std::shared_ptr<attempt>& a, exec_result res);
 
   config cfg_;
   server_address address_;
@@ -185,6 +198,8 @@ class core : public std::enable_shared_from_this<core> {
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   // config::on_event's delivery; closed as shutdown() begins.
   std::shared_ptr<event_sink> events_;
+  // Shared with the connections (connection_options::counters), which may outlive the core.
+  std::shared_ptr<client_counters> counters_ = std::make_shared<client_counters>();
   // After io_: its timer is destroyed before io_ is (shutdown() has cancelled it by then).
   std::unique_ptr<spent_keys> spent_;
   std::unique_ptr<node> node_;  // null in Cluster mode

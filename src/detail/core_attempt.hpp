@@ -49,6 +49,8 @@ struct core::attempt {
   std::optional<cluster_endpoint> ask_target;
   retry_fsm fsm;
   exec_callback done;
+  // Completed (core::finish): counted once, its callback run once.
+  bool finished = false;
   std::unique_ptr<asio::steady_timer> timer;
   // When the caller handed the command over: the first attempt's timeout counts from here, so
   // that encoding a large command is inside the deadline too.

@@ -22,6 +22,7 @@ std::shared_ptr<core::attempt> core::new_attempt(const exec_options& opts, exec_
   a->fence = opts.fence;
   a->timeout = opts.timeout.count() > 0 ? opts.timeout : cfg_.timeout;
   a->done = std::move(cb);
+  client_counters::add(counters_->requests);
   return a;
 }
 
@@ -99,15 +100,13 @@ void core::send(const std::shared_ptr<attempt>& a) {
     exec_result r;
     r.ec = make_error_code(errc::invalid_argument);
     r.detail = forked_detail();
-    auto cb = std::move(a->done);
-    complete_closed([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
+    finish_closed(a, std::move(r));
     return;
   }
   if (closed_.load(std::memory_order_acquire)) {
     exec_result r;
     r.ec = make_error_code(errc::shutdown);
-    auto cb = std::move(a->done);
-    complete_closed([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
+    finish_closed(a, std::move(r));
     return;
   }
   if (cluster_ && !cluster_->settled() && clock::now() + settle_poll < a->fsm.start_by()) {
@@ -160,7 +159,22 @@ void core::send(const std::shared_ptr<attempt>& a) {
             : a->ask_target ? cluster_->node_at(*a->ask_target)
                             : cluster_->node_for(a->route_key);
   a->sent_to = &n;
+  client_counters::add(counters_->attempts);
   (a->trailing_wait ? n.pick_synced() : n.pick()).submit(std::move(r));
+}
+
+void core::finish(const std::shared_ptr<attempt>& a, exec_result res) {
+  if (std::exchange(a->finished, true)) return;
+  counters_->completed(res.ec);
+  auto cb = std::move(a->done);
+  if (cb) cb(std::move(res));
+}
+
+void core::finish_closed(const std::shared_ptr<attempt>& a, exec_result res) {
+  if (std::exchange(a->finished, true)) return;
+  counters_->completed(res.ec);
+  auto cb = std::move(a->done);
+  complete_closed([cb = std::move(cb), r = std::move(res)]() mutable { cb(std::move(r)); });
 }
 
 void core::use_sharded_twin(attempt& a) {
@@ -217,9 +231,11 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   if (res.ec && a->from_script && !a->noscript_retried && res.detail.starts_with("NOSCRIPT")) {
     // The server lost the script (SCRIPT FLUSH, restart, failover): nothing ran. Send the text.
     a->noscript_retried = true;
-    // Reported for the scripts every connection loads as it connects: a user's script meets
-    // NOSCRIPT the first time anyway.
-    if (events_->wanted() && loaded_sha1s_.contains(std::string(a->via_script->sha1()))) {
+    // Reported and counted for the scripts every connection loads as it connects: a user's
+    // script meets NOSCRIPT the first time anyway.
+    const bool library_script = loaded_sha1s_.contains(std::string(a->via_script->sha1()));
+    if (library_script) client_counters::add(counters_->scripts_reloaded);
+    if (events_->wanted() && library_script) {
       events_->emit({.kind = client_event_kind::script_reloaded,
                      .server = a->sent_to != nullptr ? a->sent_to->server() : std::string(),
                      .object = std::string(a->via_script->sha1()),
@@ -258,8 +274,7 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
       res.detail =
           "an earlier attempt was sent and its outcome is unknown; last attempt: " + res.detail;
     }
-    auto cb = std::move(a->done);
-    if (cb) cb(std::move(res));
+    finish(a, std::move(res));
     return;
   }
   resend_after(a, act.delay, std::move(res));
@@ -270,10 +285,9 @@ void core::resend_after(const std::shared_ptr<attempt>& a, std::chrono::millisec
   std::unique_lock lk(mu_);
   if (closed_) {
     // Completed outside the lock: the callback may reach user code (a handler run inline).
-    auto cb = std::move(a->done);
     lk.unlock();
     res.ec = make_error_code(errc::shutdown);
-    if (cb) cb(std::move(res));
+    finish(a, std::move(res));
     return;
   }
   // Armed before it is published in waiting_, under the same lock as shutdown's cancel: a
@@ -290,8 +304,7 @@ void core::resend_after(const std::shared_ptr<attempt>& a, std::chrono::millisec
     if ((ec && !woken) || self->closed_) {
       exec_result r;
       r.ec = make_error_code(errc::shutdown);
-      auto cb = std::move(a->done);
-      if (cb) cb(std::move(r));
+      self->finish(a, std::move(r));
       return;
     }
     self->send(a);

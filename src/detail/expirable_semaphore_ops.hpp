@@ -61,6 +61,7 @@ class expirable_semaphore_service
   const std::shared_ptr<core>& engine() const { return core_; }
   /// The kept permits (permit_keeper.hpp), which shutdown() ends.
   permit_keeper_registry& keepers() { return keepers_; }
+  const permit_keeper_registry& keepers() const { return keepers_; }
 
   using ids_callback =
       std::function<void(std::error_code, std::vector<std::string> ids, const std::string&)>;

@@ -71,6 +71,8 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// a waiter left in the queue would be handed the lock, and hold it for its lease, after its
   /// client has gone.
   void shutdown();
+  /// Holds the watchdog keeps now (client_stats::holds_watched).
+  std::size_t holds_watched() const { return watchdog_->active(); }
 
   void acquire(acquire_request req, acquire_callback done);
   /// `error_detail`, when given: as acquire_request::error_detail. `completes_on_caller`: as

@@ -147,6 +147,12 @@ void node::set_moved_handler(const moved_handler& h) {
   for (auto& s : subs_) s->set_moved_handler(h);
 }
 
+std::size_t node::channels() const {
+  std::size_t n = 0;
+  for (const auto& s : subs_) n += s->active_channels();
+  return n;
+}
+
 connection_status node::status() const {
   connection_status out;
   for (const auto& c : conns_) {

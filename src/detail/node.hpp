@@ -48,6 +48,8 @@ class node {
   void set_moved_handler(const moved_handler& h);
   /// Connected if any command connection is ready; otherwise the first recorded failure.
   connection_status status() const;
+  /// Channels confirmed on the node's subscribers now.
+  std::size_t channels() const;
 
  private:
   class link_events;

@@ -56,6 +56,11 @@ void permit_keeper_op::lose(std::unique_lock<std::mutex>& lk) {
   lost_.request_stop();
 }
 
+bool permit_keeper_op::keeping() const {
+  const std::lock_guard lk(mu_);
+  return !stopped_;
+}
+
 clock::time_point permit_keeper_op::valid_until() const {
   const std::lock_guard lk(mu_);
   return protocol_.valid_until();
@@ -66,6 +71,7 @@ void permit_keeper_op::advance(std::unique_lock<std::mutex>& lk, action a, const
   switch (a.what) {
     case permit_renewal::step::lost: {
       lose(lk);
+      client_counters::add(svc_->engine()->counters()->holds_lost);
       event_sink& events = svc_->engine()->events();
       if (events.wanted()) {
         events.emit({.kind = client_event_kind::lock_lost,
@@ -87,6 +93,7 @@ void permit_keeper_op::advance(std::unique_lock<std::mutex>& lk, action a, const
   }
   lk.unlock();
   if (a.what != permit_renewal::step::renew) return;
+  client_counters::add(svc_->engine()->counters()->renewals);
   svc_->inspect(raw_name_, expirable_inspect::update, id_, lease_arg_,
                 [self = shared_from_this(), generation](std::error_code ec, std::int64_t held,
                                                         const std::string&) {
@@ -107,6 +114,7 @@ void permit_keeper_op::on_answer(std::uint64_t generation, std::error_code ec, s
     lose(lk);
     return;
   }
+  if (ec) client_counters::add(svc_->engine()->counters()->renewals_failed);
   advance(lk, protocol_.on_reply(clock::now(), static_cast<bool>(ec), held == 1),
           !ec && held != 1 ? permit_found_gone : permit_unrenewed);
 }
@@ -124,6 +132,15 @@ void permit_keeper_registry::start(const std::shared_ptr<permit_keeper_op>& op) 
     return;
   }
   op->start();
+}
+
+std::size_t permit_keeper_registry::kept() const {
+  const std::lock_guard lk(mu_);
+  std::size_t n = 0;
+  for (const auto& [id, weak] : ops_) {
+    if (const auto op = weak.lock(); op && op->keeping()) ++n;
+  }
+  return n;
 }
 
 void permit_keeper_registry::forget(std::uint64_t id) {

@@ -44,6 +44,8 @@ class permit_keeper_op : public std::enable_shared_from_this<permit_keeper_op> {
 
   std::stop_token loss_token() const { return lost_.get_token(); }
   clock::time_point valid_until() const;
+  /// Neither stopped nor lost.
+  bool keeping() const;
 
   std::uint64_t id = 0;  // in the registry (0: not registered); set before start()
 
@@ -78,9 +80,11 @@ class permit_keeper_registry {
   void start(const std::shared_ptr<permit_keeper_op>& op);
   void forget(std::uint64_t id);
   void shutdown();
+  /// The permits kept now (permit_keeper_op::keeping()).
+  std::size_t kept() const;
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   bool closed_ = false;
   std::uint64_t next_id_ = 0;
   std::map<std::uint64_t, std::weak_ptr<permit_keeper_op>> ops_;

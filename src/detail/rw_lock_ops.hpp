@@ -86,6 +86,8 @@ class rw_lock_service : public std::enable_shared_from_this<rw_lock_service> {
   std::string field(rw_mode mode, std::uint64_t owner_id) const;
   /// Renewal scripts sent so far.
   std::uint64_t renewals_sent() const { return watchdog_->scripts_sent(); }
+  /// Holds the watchdog keeps now (client_stats::holds_watched).
+  std::size_t holds_watched() const { return watchdog_->active(); }
 
   /// Ends waits with errc::shutdown, stops renewal, and stops every hold's loss token.
   void shutdown();

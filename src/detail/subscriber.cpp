@@ -229,6 +229,7 @@ void subscriber::on_push(const reply& r) {
   const bool sharded = kind == "smessage" || kind == "ssubscribe" || kind == "sunsubscribe";
   const channel_kind ck = sharded ? channel_kind::sharded : channel_kind::classic;
   if (kind == "message" || kind == "smessage") {
+    if (opts_.counters) client_counters::add(opts_.counters->messages);
     std::vector<std::shared_ptr<pubsub_listener>> targets;
     {
       std::lock_guard lk(mu_);

@@ -35,6 +35,7 @@ clock::time_point halfway_to(clock::time_point now, clock::time_point deadline,
 watchdog::watchdog(const std::shared_ptr<core>& c, std::chrono::milliseconds timeout,
                    int batch_size, const script& renew_script)
     : core_(c),
+      counters_(c->counters()),
       renew_script_(&renew_script),
       timeout_(timeout),
       ordered_(c->cfg().connection_pool_size == 1),
@@ -263,6 +264,7 @@ void watchdog::send_batch(const batch& b) {
     if (ids.empty()) return;
     ++scripts_sent_;
   }
+  client_counters::add(counters_->renewals);
   std::vector<std::string_view> kv(keys.begin(), keys.end());
   std::vector<std::string_view> av(args.begin(), args.end());
   const auto sent_at = clock::now();
@@ -292,6 +294,7 @@ void watchdog::on_batch(std::vector<std::uint64_t> ids, clock::time_point sent_a
     const auto now = clock::now();
     const auto renewed = decode_renew(res, ids.size());
     const bool ok = renewed.has_value();
+    if (!ok) client_counters::add(counters_->renewals_failed);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       auto it = holds_.find(ids[i]);
       if (it == holds_.end()) continue;
@@ -396,6 +399,7 @@ void watchdog::on_expiry() {
 
 void watchdog::report_lost(const std::vector<std::string>& keys, const std::string& how) const {
   if (keys.empty()) return;
+  client_counters::add(counters_->holds_lost, keys.size());
   const auto c = core_.lock();
   if (!c || !c->events().wanted()) return;
   for (const std::string& key : keys) {

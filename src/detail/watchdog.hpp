@@ -54,6 +54,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "detail/client_counters.hpp"
 #include "detail/connection.hpp"
 #include "rlock/script.hpp"
 
@@ -157,6 +158,7 @@ class watchdog : public std::enable_shared_from_this<watchdog> {
   void report_lost(const std::vector<std::string>& keys, const std::string& how) const;
 
   std::weak_ptr<core> core_;
+  std::shared_ptr<client_counters> counters_;
   const script* renew_script_;
   std::chrono::milliseconds timeout_;
   /// One connection carries every script: the server runs them in the order they were sent.

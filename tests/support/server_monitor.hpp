@@ -14,10 +14,12 @@
 
 namespace rlock::test {
 
-/// One command as MONITOR shows it: the server's time (s) and its quoted arguments.
+/// One command as MONITOR shows it: the server's time (s), its quoted arguments, and whether a
+/// script ran it ("[0 lua]") rather than a client.
 struct monitored {
   double at = 0;
   std::vector<std::string> args;
+  bool from_script = false;
 };
 
 /// Parses `1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "abc" "1" ...` (for arguments that
@@ -25,6 +27,9 @@ struct monitored {
 inline monitored parse_monitor_line(const std::string& line) {
   monitored m;
   m.at = std::stod(line.substr(0, line.find(' ')));
+  const auto source_end = line.find("] ");
+  m.from_script = source_end != std::string::npos && source_end >= 4 &&
+                  line.compare(source_end - 4, 4, " lua") == 0;
   for (auto open = line.find('"'); open != std::string::npos; open = line.find('"', open + 1)) {
     const auto close = line.find('"', open + 1);
     if (close == std::string::npos) break;

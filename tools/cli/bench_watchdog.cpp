@@ -17,6 +17,7 @@
 #include "connect.hpp"
 #include "duration.hpp"
 #include "duration_option.hpp"
+#include "rlock/client_stats.hpp"
 
 namespace rlock::cli {
 namespace {
@@ -157,11 +158,16 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
   std::this_thread::sleep_until(window_start);
   const auto window_end = window_start + o.periods * period;
   const std::string quiet_before = read_commandstats_info(client);
+  const rlock::client_stats counted_before = client.stats();
   const long long quiet_cpu0 = process_cpu_ns();
   std::this_thread::sleep_until(window_end);
   const auto renewal_cpu_ns = static_cast<double>(process_cpu_ns() - quiet_cpu0);
   const process_status holding = read_process_status();
+  const rlock::client_stats counted_after = client.stats();
   const std::string quiet_after = read_commandstats_info(client);
+  // The client's own count (client::stats()) beside the server's.
+  const auto client_renewals =
+      static_cast<double>(counted_after.renewals - counted_before.renewals);
   const long long renewal_scripts = scripts_run(commandstats_delta(quiet_before, quiet_after));
   // The server's time in them (commandstats usec): how long each batch holds up other clients.
   const long long renewal_usec =
@@ -193,6 +199,9 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
       locks.release_all(clock::now() + milliseconds(60'000) + milliseconds(o.locks));
   report.check(released == held, "only " + std::to_string(released) + " of " +
                                      std::to_string(held) + " locks released");
+  const rlock::client_stats counted_end = client.stats();
+  report.check(counted_end.holds_lost == 0,
+               std::to_string(counted_end.holds_lost) + " hold(s) lost while held");
   const run_leftovers left = clean_up_run(client, prefix);
   report.check(left.keys == 0, std::to_string(left.keys) + " key(s) left on the server");
 
@@ -234,6 +243,8 @@ bench_report run_watchdog(const watchdog_options& o, const connection_options& c
       .add("rounds_probed", o.rounds)
       .add("watchdog_timeout_ms", static_cast<long long>(o.watchdog_timeout.count()))
       .add("renewal_scripts_per_period", static_cast<double>(renewal_scripts) / k, 2)
+      .add("client_renewals_per_period", client_renewals / k, 2)
+      .add("renewals_failed", static_cast<long long>(counted_end.renewals_failed))
       .add("cpu_ms_per_period", renewal_cpu_ns / k / 1e6, 3)
       .add("server_us_per_renewal_script", us_per_renewal, 1)
       .add("rss_kib", rss)
