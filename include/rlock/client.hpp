@@ -17,9 +17,11 @@
 // that code; shutdown(), the destructor and permit_keeper's stop the child's copy without
 // touching it (closing its sockets would deregister them from the epoll set the child shares
 // with the parent): it stays in memory until the child exits, and the parent's locks stay the
-// parent's. Asynchronous calls there are invalid: they send nothing, but their handlers would
-// run on threads the child does not have. Make a client of the child's own instead (after
-// fork(), or before exec() make none).
+// parent's. Asynchronous calls there complete with errc::invalid_argument, sending nothing;
+// handlers bound to the client's executor (the default) then run on a fallback thread the
+// library starts in the child (detail/fallback_executor.hpp), since the client's threads are
+// the parent's. Make a client of the child's own instead (after fork(), or before exec() make
+// none).
 //
 // Failure semantics: the client reconnects by itself after a connection drops. Requests whose
 // outcome became unknown (written, no reply) fail with errc::connection_lost or errc::timeout

@@ -52,6 +52,9 @@ core::core(config cfg, const std::vector<const script*>& scripts)
       events_(std::make_shared<event_sink>(io_, cfg_.on_event)),
       spent_(std::make_unique<spent_keys>(*this)) {
   validate_config(cfg_);
+  // Made here, in the process that makes the client: a fork's child finds it closed, and a
+  // completion for the client's executor goes to the child's fallback context instead.
+  asio::use_service<io_gate>(io_);
   const std::vector<server_address> seeds = cluster_seeds(cfg_);
   connection_options opts = !seeds.empty()             ? server_options(cfg_, seeds.front())
                             : cfg_.master_name.empty() ? server_options(cfg_, address_)

@@ -2,29 +2,58 @@
 
 #include <algorithm>
 #include <asio/executor_work_guard.hpp>
+#include <atomic>
+#include <cstdint>
 #include <thread>
 
+#include "detail/fork_epoch.hpp"
+
 namespace rlock::detail {
+namespace {
+
+// The fallback context of one process (fork_epoch): a fork's child inherits its parent's, whose
+// threads it does not have, and makes its own at its first use.
+struct fallback_context {
+  std::uint64_t epoch = 0;
+  asio::io_context* io = nullptr;
+};
+
+// Made on first use in each process and never destroyed (see the header): a static object
+// would be destroyed at exit while its detached threads may still run, and a join would hang
+// in a fork child.
+std::atomic<fallback_context*> current{nullptr};
+
+fallback_context* make_context(std::uint64_t epoch) {
+  // As many threads as Asio's system executor has (twice the cores): a shutdown with many
+  // operations in flight refuses them all here at once.
+  const unsigned threads = 2 * std::max(1U, std::thread::hardware_concurrency());
+  // NOLINTNEXTLINE(cppcoreguidelines-owning-memory): never freed (see above)
+  auto* made = new fallback_context{epoch, new asio::io_context(static_cast<int>(threads))};
+  for (unsigned i = 0; i < threads; ++i) {
+    // As on a client's I/O threads, a handler that throws ends the process (std::terminate).
+    std::thread([io = made->io] {
+      auto work = asio::make_work_guard(*io);
+      io->run();  // returns only for a context that lost the race below
+    }).detach();
+  }
+  return made;
+}
+
+}  // namespace
 
 asio::io_context::executor_type fallback_executor() {
-  // Made on first use and never destroyed (see the header): a static object would be destroyed
-  // at exit while its detached thread may still run, and a join would hang in a fork child.
-  static asio::io_context* const context = [] {
-    // As many threads as Asio's system executor has (twice the cores): a shutdown with many
-    // operations in flight refuses them all here at once.
-    const unsigned threads = 2 * std::max(1U, std::thread::hardware_concurrency());
-    auto* io = new asio::io_context(
-        static_cast<int>(threads));  // NOLINT(cppcoreguidelines-owning-memory): never freed
-    for (unsigned i = 0; i < threads; ++i) {
-      // As on a client's I/O threads, a handler that throws ends the process (std::terminate).
-      std::thread([io] {
-        auto work = asio::make_work_guard(*io);
-        io->run();  // never returns: the work guards are never reset
-      }).detach();
-    }
-    return io;
-  }();
-  return context->get_executor();
+  const std::uint64_t epoch = fork_epoch();
+  fallback_context* seen = current.load(std::memory_order_acquire);
+  while (seen == nullptr || seen->epoch != epoch) {
+    // No lock: one held by a parent's thread as it forked would never be released in the child.
+    fallback_context* made = make_context(epoch);
+    if (current.compare_exchange_strong(seen, made, std::memory_order_acq_rel))
+      return made->io->get_executor();
+    // Another thread of this process made one first: this one's threads end (its context and
+    // record are left, a few hundred bytes, as the winner's are).
+    made->io->stop();
+  }
+  return seen->io->get_executor();
 }
 
 }  // namespace rlock::detail

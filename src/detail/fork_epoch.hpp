@@ -11,12 +11,9 @@
 #include <cstdint>
 #include <memory>
 
-namespace rlock::detail {
+#include "rlock/detail/fork_epoch.hpp"  // fork_epoch()
 
-/// The number of fork() children this process descends from since it first called this (0 in
-/// that process, 1 in its children, 2 in theirs). Lock-free: an atomic load, after a
-/// pthread_atfork handler is registered on the first call.
-std::uint64_t fork_epoch() noexcept;
+namespace rlock::detail {
 
 /// Keeps `p` alive until the process ends. For a fork's child that lets go of a client it
 /// inherited: destroying the client there would close sockets registered in the epoll set it

@@ -84,6 +84,7 @@ TEST(client_stats, failures_are_counted_by_kind) {
   EXPECT_EQ(s.requests_timed_out, 0U);
   EXPECT_EQ(s.requests_unknown, 0U);
   // A paused server: no reply within the timeout.
+  ASSERT_TRUE(wait_until([&] { return settled(c); }, 10s));
   server.pause();
   try {
     c.execute({"PING"});

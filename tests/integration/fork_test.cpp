@@ -147,5 +147,75 @@ TEST(fork, a_child_of_a_process_that_shut_a_client_down_can_exit) {
   EXPECT_EQ(in_fork_child([] { return std::string(); }, child_exit::with_exit_handlers), "");
 }
 
+// Asynchronous calls in the child: each completes, refused (errc::invalid_argument), with
+// nothing sent. Before, the client's own executor (its io_context, which only the parent's
+// threads run) was where their handlers went: they never ran, and a caller waiting for one
+// waited for ever. The child now runs them on a fallback context of its own.
+TEST(fork, a_childs_asynchronous_calls_complete_refused) {
+  redis_server server;
+  {
+    // The parent's fallback context is in use (a shut-down client's refusals run there): the
+    // child inherits it without its threads.
+    client gone(config_for(server));
+    gone.shutdown();
+    std::promise<std::error_code> refused;
+    gone.async_execute({"PING"},
+                       [&refused](std::error_code ec, const reply&) { refused.set_value(ec); });
+    ASSERT_EQ(refused.get_future().get(), errc::shutdown);
+  }
+  auto live = std::make_unique<client>(config_for(server));
+  lock held = live->get_lock("forked-async-held");
+  held.lock();
+  const std::string report = in_fork_child([&] {
+    std::string wrong;
+    const auto expect_refused = [&wrong](const char* what, std::future<std::error_code> f) {
+      if (f.wait_for(5s) != std::future_status::ready) {
+        wrong += std::string(what) + ": no completion within 5 s; ";
+      } else if (const std::error_code ec = f.get(); ec != errc::invalid_argument) {
+        wrong += std::string(what) + ": " + ec.message() + "; ";
+      }
+    };
+    const std::uint64_t owner = new_owner_id();
+    // Handlers on the client's executor (the default), the case that hung.
+    const auto code = [](std::promise<std::error_code>& p) {
+      return [&p](std::error_code ec, auto&&...) { p.set_value(ec); };
+    };
+    std::promise<std::error_code> execute, locked, unlocked, acquired, counted, read_locked;
+    live->async_execute({"PING"}, code(execute));
+    expect_refused("async_execute", execute.get_future());
+    held.async_lock(owner, code(locked));
+    expect_refused("async_lock", locked.get_future());
+    held.async_unlock(owner, code(unlocked));
+    expect_refused("async_unlock", unlocked.get_future());
+    live->get_semaphore("forked-async-sem").async_try_acquire_for(1s, 1, code(acquired));
+    expect_refused("semaphore async_try_acquire_for", acquired.get_future());
+    live->get_countdown_latch("forked-async-latch").async_count_down(code(counted));
+    expect_refused("latch async_count_down", counted.get_future());
+    live->get_read_write_lock("forked-async-rw")
+        .async_acquire(rw_mode::read, owner, acquire_options{}, code(read_locked));
+    expect_refused("read lock async_acquire", read_locked.get_future());
+    // A future as the completion token (a handler whose executor is not the client's).
+    auto pinged = live->async_execute({"PING"}, asio::use_future);
+    if (pinged.wait_for(5s) != std::future_status::ready) {
+      wrong += "async_execute(use_future): no completion within 5 s; ";
+    } else {
+      try {
+        (void)pinged.get();
+        wrong += "async_execute(use_future): no error; ";
+      } catch (const std::system_error& e) {
+        if (e.code() != errc::invalid_argument) wrong += std::string("use_future: ") + e.what();
+      }
+    }
+    live.reset();  // kept, untouched, until the child exits
+    return wrong;
+  });
+  EXPECT_EQ(report, "");
+  // Nothing of the parent's was touched: its hold is still its own, once, and it still serves.
+  EXPECT_EQ(server.cli_reply({"HLEN", "forked-async-held"}).integer, 1);
+  EXPECT_TRUE(held.is_held_by_current_thread());
+  EXPECT_EQ(live->execute({"PING"}).str(), "PONG");
+  held.unlock_or_throw();
+}
+
 }  // namespace
 }  // namespace rlock::test

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "rlock/detail/fallback_executor.hpp"
+#include "rlock/detail/fork_epoch.hpp"
 
 namespace rlock::detail {
 
@@ -24,19 +26,22 @@ namespace rlock::detail {
 /// it. io_context::stopped() cannot tell this: when the last handler of an io_context ends,
 /// its work count reaches 0 a moment before it marks itself stopped, and a handler posted in
 /// that moment (found "not stopped") would never run.
+/// In a fork() child of the process that made the gate (the client makes it with its
+/// io_context) the gate is closed too: the child has none of the client's threads.
 class io_gate : public asio::execution_context::service {
  public:
   // Asio's service key; its constructor is empty and cannot throw.
   inline static asio::execution_context::id id;  // NOLINT(cert-err58-cpp)
 
-  explicit io_gate(asio::execution_context& ctx) : asio::execution_context::service(ctx) {}
+  explicit io_gate(asio::execution_context& ctx)
+      : asio::execution_context::service(ctx), epoch_(fork_epoch()) {}
 
   /// The shared lock to hold from open() to the post.
   std::shared_lock<std::shared_mutex> hold() { return std::shared_lock(mu_); }
   /// Whether handlers may still be posted; `held` is hold()'s lock.
   bool open(const std::shared_lock<std::shared_mutex>& held) const {
     (void)held;
-    return !closed_;
+    return !closed_ && fork_epoch() == epoch_;
   }
   /// From now on, nothing is posted through this gate (waits for posts under way).
   void close() {
@@ -49,6 +54,7 @@ class io_gate : public asio::execution_context::service {
 
   std::shared_mutex mu_;
   bool closed_ = false;
+  std::uint64_t epoch_;  // fork_epoch() of the process that made it
 };
 
 /// Hands `f` (a handler bound to its arguments) to `ex`, the handler's associated executor;
