@@ -27,49 +27,79 @@ struct token_result {
 fenced_lock::fenced_lock(reentrant_lock lock)
     : lock_(std::move(lock)), token_key_(detail::token_key(lock_.key())) {}
 
+struct fenced_lock::acquire_state {
+  std::uint64_t owner = 0;
+  /// The caller's options: the first try's, and (with the wait left) each try again's.
+  acquire_options opts;
+  /// The end of the wait (none: a wait without end).
+  clock::time_point deadline = clock::time_point::max();
+  /// No wait (try_lock_and_get_token()): never tried again.
+  bool single = false;
+  detail::call_mode mode = detail::call_mode::async;
+  token_callback cb;
+  /// Tries whose token the replicas did not confirm, so far.
+  int tries = 0;
+};
+
 void fenced_lock::start_acquire(std::uint64_t owner, acquire_options o, token_callback cb,
                                 detail::call_mode mode) {
+  auto st = std::make_shared<acquire_state>();
+  st->owner = owner;
   // The token step's bound: the end of the wait (none: a wait without end). A single attempt
   // has no wait; its token step gets one request timeout, as its acquire did.
-  const clock::time_point deadline =
-      o.wait ? detail::deadline_after(*o.wait) : clock::time_point::max();
-  std::string* const why = o.error_detail;
-  lock_.start_acquire(
-      owner, std::move(o),
-      [self = *this, owner, deadline, why, mode, cb = std::move(cb)](std::error_code ec,
-                                                                     bool acquired) mutable {
-        if (ec || !acquired) {
-          cb(ec, std::nullopt);
-          return;
-        }
-        self.issue_token(owner, deadline, why, mode, std::move(cb));
-      },
-      mode);
+  st->deadline = o.wait ? detail::deadline_after(*o.wait) : clock::time_point::max();
+  st->single = o.wait && o.wait->count() <= 0;
+  st->opts = std::move(o);
+  st->mode = mode;
+  st->cb = std::move(cb);
+  run_try(st, nullptr);
 }
 
-void fenced_lock::issue_token(std::uint64_t owner, clock::time_point deadline,
-                              std::string* error_detail, detail::call_mode mode,
-                              token_callback cb) {
+void fenced_lock::run_try(const std::shared_ptr<acquire_state>& st,
+                          const detail::unconfirmed_try* again) {
+  acquire_options o = st->opts;
+  detail::call_mode mode = st->mode;
+  if (again != nullptr) {
+    // A try again runs from a completion, on whichever thread ran it: the blocking caller
+    // waits for the last try's callback all the same.
+    mode = detail::call_mode::async;
+    if (o.wait) {
+      o.wait = std::chrono::ceil<milliseconds>(st->deadline - clock::now());
+    }
+  }
+  lock_.start_acquire(
+      st->owner, std::move(o),
+      [self = *this, st](std::error_code ec, bool acquired) mutable {
+        if (ec || !acquired) {
+          st->cb(ec, std::nullopt);
+          return;
+        }
+        self.issue_token(st);
+      },
+      mode, again);
+}
+
+void fenced_lock::issue_token(const std::shared_ptr<acquire_state>& st) {
   const auto& engine = lock_.svc_->engine();
-  const std::string field = lock_.svc_->owner_field(owner);
+  const std::string field = lock_.svc_->owner_field(st->owner);
   const std::string_view keys[] = {lock_.key(), token_key_};
   const std::string_view args[] = {field};
   detail::exec_options eo;
   // A second run issues a later token of the same hold, which keeps the order.
   eo.idempotent = true;
   eo.route_key = lock_.key();
-  eo.deadline = std::max(deadline, clock::now() + engine->cfg().timeout);
-  eo.completes_on_caller = mode == detail::call_mode::blocking_on_caller;
+  eo.deadline = std::max(st->deadline, clock::now() + engine->cfg().timeout);
+  eo.completes_on_caller = st->tries == 0 && st->mode == detail::call_mode::blocking_on_caller;
   // The counter's INCR is waited for as the acquire was: a failover to a replica that missed
   // it could issue the token again.
   detail::ask_replicas(engine->cfg(), eo);
   engine->eval(
       detail::lock_fence_script(), keys, args, eo,
-      [self = *this, owner, error_detail, cb = std::move(cb)](detail::exec_result r) mutable {
+      [self = *this, st](detail::exec_result r) mutable {
         const bool issued = !r.ec && r.value.is_integer() && r.value.integer() > 0;
         const auto& cfg = self.lock_.svc_->engine()->cfg();
         if (issued && detail::replicas_confirmed(cfg, r)) {
-          cb({}, r.value.integer());
+          st->cb({}, r.value.integer());
           return;
         }
         std::error_code ec = r.ec;
@@ -80,10 +110,34 @@ void fenced_lock::issue_token(std::uint64_t owner, clock::time_point deadline,
           // nil: the hold was gone by the time the token was asked for.
           ec = make_error_code(r.value.is_nil() ? errc::lock_lost : errc::script_error);
         }
-        if (error_detail != nullptr && !r.detail.empty()) *error_detail = r.detail;
-        // No hold is returned without its token: the one just taken is released (a
-        // hold lost meanwhile is reported lost by the unlock, through its loss token).
-        self.lock_.start_unlock(owner, [ec, cb](std::error_code) { cb(ec, std::nullopt); });
+        // No hold is returned without its token: the one just taken is released (a hold lost
+        // meanwhile is reported lost by the unlock, through its loss token). A token the
+        // replicas did not confirm is then tried again with a new acquire, as an acquire they
+        // did not confirm is (Redisson's rule), once the release has landed.
+        const int tries = st->tries + (issued ? 1 : 0);
+        self.lock_.start_unlock(st->owner, [self, st, ec, tries, why = std::move(r.detail)](
+                                               std::error_code released) mutable {
+          const auto& config = self.lock_.svc_->engine()->cfg();
+          const auto now = clock::now();
+          // A release the replicas did not confirm either still ran on the master: the
+          // try again's acquire is confirmed on its own.
+          const bool ran = !released || released == errc::replication_not_confirmed;
+          if (ec == errc::replication_not_confirmed && ran && !st->single &&
+              !st->opts.stop.stop_requested()) {
+            if (const auto in = detail::next_unconfirmed_try_in(config, tries, now, st->deadline)) {
+              st->tries = tries;
+              const detail::unconfirmed_try again{tries, why, now + *in};
+              self.run_try(st, &again);
+              return;
+            }
+          }
+          if (st->opts.error_detail != nullptr && !why.empty()) {
+            *st->opts.error_detail = ec == errc::replication_not_confirmed
+                                         ? detail::after_tries(std::move(why), tries)
+                                         : std::move(why);
+          }
+          st->cb(ec, std::nullopt);
+        });
       });
 }
 

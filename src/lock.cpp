@@ -80,7 +80,7 @@ void reentrant_lock::check_blocking_allowed() const {
 // ---- async starts ----
 
 void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
-                                   detail::call_mode mode) {
+                                   detail::call_mode mode, const detail::unconfirmed_try* again) {
   if (o.lease && (*o.lease > max_lease)) {
     detail::post_or_complete_closed(svc_->engine()->io(), [cb = std::move(cb)] {
       cb(make_error_code(errc::invalid_argument), false);
@@ -100,6 +100,11 @@ void reentrant_lock::start_acquire(std::uint64_t owner, acquire_options o, callb
   }
   r.stop = std::move(o.stop);
   r.error_detail = o.error_detail;
+  if (again != nullptr) {
+    r.unconfirmed_tries = again->tries;
+    r.unconfirmed_detail = again->detail;
+    r.not_before = again->not_before;
+  }
   r.kind = kind_;
   r.spin = spin_;
   if (kind_ == lock_kind::fair) {

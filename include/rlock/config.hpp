@@ -304,7 +304,8 @@ struct config {
   ///     try_lock() throw it; nothing is held). A lagging replica that catches up within the
   ///     tries costs the caller the tries' WAITs and delays, not a failure;
   ///   - a fenced lock's token: a token not acknowledged is not returned (the hold is released
-  ///     and the acquire fails with the same error, without a try again);
+  ///     and the whole fenced acquire is tried again within the same tries, as above; each try
+  ///     that ran skipped its token);
   ///   - a lock handed over by the wait queue (lock_queue), which the unlock that hands it
   ///     writes (whether or not that client asks for acknowledgements): the new holder confirms
   ///     it with an attempt of its own (the count-checked acquire finds the lock its owner's and

@@ -25,9 +25,11 @@
 //   - Monotonic only as far as the Redis server keeps the counter: a failover to a replica that
 //     had not yet received the last INCR, or a counter deleted by hand, can issue a token again.
 //     Replication is asynchronous; config::replica_sync waits for the token's INCR as for the
-//     acquire (whose tries again are the reentrant lock's; a token the replicas did not
-//     acknowledge is not returned: the hold is released and the acquire fails with
-//     errc::replication_not_confirmed).
+//     acquire. A token the replicas did not acknowledge is not returned: the hold is released
+//     and, as for an acquire they did not confirm, the whole fenced acquire is tried again
+//     (config::replica_sync_tries in all, retry_delay apart, within the caller's wait; a
+//     single try is not tried again); after the last try it fails with
+//     errc::replication_not_confirmed, and each try that ran skipped its token.
 //   - A plain reentrant_lock (or Java RLock) on the same name excludes fenced holders as usual,
 //     but issues no token: the order of tokens is kept, a plain holder just has none to pass.
 //
@@ -58,6 +60,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -171,13 +174,19 @@ class fenced_lock {
  private:
   using token_callback = std::function<void(std::error_code, std::optional<fencing_token>)>;
 
+  /// One fenced acquire across its tries (fenced_lock.cpp).
+  struct acquire_state;
+
   // `mode`: as reentrant_lock::start_acquire's.
   void start_acquire(std::uint64_t owner, acquire_options o, token_callback cb,
                      detail::call_mode mode = detail::call_mode::async);
-  /// The token step of an acquire that took a hold of `owner`: runs lock_fence.lua, bounded by
-  /// `deadline` (or one request timeout from now, if later); on failure releases that hold.
-  void issue_token(std::uint64_t owner, clock::time_point deadline, std::string* error_detail,
-                   detail::call_mode mode, token_callback cb);
+  /// One try: the acquire, then its token. `again`: null for the first try, else a try again
+  /// after a token the replicas did not confirm.
+  void run_try(const std::shared_ptr<acquire_state>& st, const detail::unconfirmed_try* again);
+  /// The token step of a try that took a hold: runs lock_fence.lua, bounded by the acquire's
+  /// deadline (or one request timeout from now, if later); on failure releases that hold, and
+  /// tries again when the replicas did not confirm the token (config::replica_sync_tries).
+  void issue_token(const std::shared_ptr<acquire_state>& st);
   void start_token(std::function<void(std::error_code, fencing_token)> cb);
 
   reentrant_lock lock_;

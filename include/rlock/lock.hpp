@@ -161,7 +161,8 @@ namespace rlock {
 
 namespace detail {
 class lock_service;
-}
+struct unconfirmed_try;
+}  // namespace detail
 class fenced_lock;
 class multi_lock;
 
@@ -462,8 +463,10 @@ class reentrant_lock {
   // it in what(). (start_acquire takes it in acquire_options.)
   // `mode`: where the call's work runs and completes (detail::call_mode); the blocking API's
   // calls take the mode their detail::blocking_plan chose.
+  // `again`: a try again after the replicas did not confirm the last (fenced_lock's token).
   void start_acquire(std::uint64_t owner, acquire_options o, callback<bool> cb,
-                     detail::call_mode mode = detail::call_mode::async);
+                     detail::call_mode mode = detail::call_mode::async,
+                     const detail::unconfirmed_try* again = nullptr);
   void start_unlock(std::uint64_t owner, void_callback cb, std::string* error_detail = nullptr,
                     detail::call_mode mode = detail::call_mode::async);
   void start_force_unlock(callback<bool> cb, std::string* error_detail = nullptr);

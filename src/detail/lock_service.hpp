@@ -58,6 +58,15 @@ struct acquire_request {
   clock::time_point not_before{};
 };
 
+/// A try again of an acquire whose last try the replicas did not confirm, asked for by a caller
+/// of the lock (a fenced lock whose token was not confirmed: reentrant_lock::start_acquire): the
+/// tries that have run, the last one's error text, and when this one may start.
+struct unconfirmed_try {
+  int tries = 0;
+  std::string detail;
+  clock::time_point not_before{};
+};
+
 class lock_service : public std::enable_shared_from_this<lock_service> {
  public:
   using acquire_callback = std::function<void(std::error_code, bool acquired)>;

@@ -116,12 +116,14 @@ struct fault_proxy::state {
   std::chrono::milliseconds requested_delay{0};
   std::uint64_t requested_gen = 0;
   std::uint64_t applied_gen = 0;
+  std::string requested_pattern{};
   bool stopping = false;
   proxy_stats stats{};  // guarded by mu; updated by the loop
 
   // Owned by the loop thread.
   proxy_mode mode = proxy_mode::pass;
   std::chrono::milliseconds delay{0};
+  std::string pattern{};  // hang_on's, until it is seen
   std::list<link> links{};
 
   void wake() const {
@@ -203,7 +205,15 @@ void fault_proxy::state::read_side(link& l, bool from_client, clock_type::time_p
   c.data.assign(buf, static_cast<std::size_t>(n));
   c.due = mode == proxy_mode::delay ? now + delay : now;
   d.bytes += c.data.size();
+  const bool matched =
+      !from_client && !pattern.empty() && c.data.find(pattern) != std::string::npos;
   d.queue.push_back(std::move(c));
+  if (matched) {
+    mode = proxy_mode::hang;
+    pattern.clear();
+    std::lock_guard lk(mu);
+    if (applied_gen == requested_gen) requested = proxy_mode::hang;  // what mode() reports
+  }
 }
 
 void fault_proxy::state::write_side(link& l, bool to_server, clock_type::time_point now) {
@@ -234,6 +244,7 @@ void fault_proxy::state::loop() {
       if (applied_gen != requested_gen) {
         mode = requested;
         delay = requested_delay;
+        pattern = requested_pattern;
         for (auto& l : links) l.frozen = mode == proxy_mode::freeze_existing;
         if (mode == proxy_mode::reset) {
           for (auto& l : links) {
@@ -356,10 +367,22 @@ std::string fault_proxy::url() const {
   return "redis://127.0.0.1:" + std::to_string(port());
 }
 
+void fault_proxy::hang_on(std::string pattern) {
+  std::unique_lock lk(state_->mu);
+  state_->requested = proxy_mode::pass;
+  state_->requested_delay = std::chrono::milliseconds(0);
+  state_->requested_pattern = std::move(pattern);
+  const std::uint64_t gen = ++state_->requested_gen;
+  state_->wake();
+  state_->applied_cv.wait_for(lk, std::chrono::seconds(5),
+                              [&] { return state_->applied_gen >= gen || state_->stopping; });
+}
+
 void fault_proxy::set_mode(proxy_mode mode, std::chrono::milliseconds delay) {
   std::unique_lock lk(state_->mu);
   state_->requested = mode;
   state_->requested_delay = delay;
+  state_->requested_pattern.clear();
   const std::uint64_t gen = ++state_->requested_gen;
   state_->wake();
   state_->applied_cv.wait_for(lk, std::chrono::seconds(5),

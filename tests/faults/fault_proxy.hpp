@@ -66,6 +66,12 @@ class fault_proxy {
 
   /// Switches mode (delay is used by proxy_mode::delay only).
   void set_mode(proxy_mode mode, std::chrono::milliseconds delay = std::chrono::milliseconds(0));
+  /// pass until a chunk read from a server holds `pattern`; from that chunk on (it is held too)
+  /// as hang, until the next set_mode(). For a replica's link to its master: the replication
+  /// stream stops at a given write, and the replica acknowledges nothing after it. The pattern
+  /// is looked for in each chunk as read (loopback: a command the server propagates at once
+  /// arrives whole).
+  void hang_on(std::string pattern);
   proxy_mode mode() const;
   proxy_stats stats() const;
 
