@@ -317,6 +317,13 @@ TEST(cli_exec, verbose_logs_a_dropped_connection_and_the_reconnect) {
   EXPECT_NE(r.err.find(up, down), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rlock: released lock 'events'"), std::string::npos) << r.err;
   EXPECT_EQ(server.cli({"EXISTS", "events"}), "0");
+  // What the client did (client::stats()), after the release: the drop is counted.
+  const auto stats = r.err.find("rlock: client: ");
+  ASSERT_NE(stats, std::string::npos) << r.err;
+  const std::string line = r.err.substr(stats, r.err.find('\n', stats) - stats);
+  EXPECT_NE(line.find(" requests ("), std::string::npos) << line;
+  EXPECT_EQ(line.find(" 0 dropped"), std::string::npos) << line;
+  EXPECT_NE(line.find(" dropped"), std::string::npos) << line;
 }
 
 TEST(cli_exec, wait_expiry_exits_75_without_running_the_command) {

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <stop_token>
+#include <string>
 #include <system_error>
 
 #include "bounded_call.hpp"
@@ -20,6 +22,7 @@
 #include "exec_supervisor.hpp"
 #include "lock_inspection.hpp"
 #include "lock_release.hpp"
+#include "rlock/client_stats.hpp"
 #include "signal_channel.hpp"
 #include "signal_names.hpp"
 #include "spawn.hpp"
@@ -58,7 +61,8 @@ constexpr const char* exec_footer =
     "While waiting, a status line on a terminal's stderr shows the holder, its TTL and the time\n"
     "waited; with --verbose also when stderr is not a terminal (one line every 5 s). --verbose\n"
     "also logs the client's events on stderr: a server connected, disconnected or refusing\n"
-    "connects (with the reason), a master switch, a script reloaded, the lock lost.\n"
+    "connects (with the reason), a master switch, a script reloaded, the lock lost; and once\n"
+    "the lock is released, what the client did (requests, attempts, connections, renewals).\n"
     "\n"
     "Shared and exclusive (as flock -s and -x): --shared takes the read half of Redisson's\n"
     "RReadWriteLock NAME (readers share it), --exclusive its write half (alone). Use one kind\n"
@@ -219,6 +223,17 @@ void log_event(const rlock::client_event& e) {
                "\n");
 }
 
+// --verbose, at the end: what the client did (client::stats()), one line on stderr.
+std::string stats_line(const rlock::client_stats& s) {
+  const auto n = [](std::uint64_t v) { return std::to_string(v); };
+  return "rlock: client: " + n(s.requests) + " requests (" + n(s.requests_failed) + " failed, " +
+         n(s.requests_timed_out) + " timed out, " + n(s.requests_unknown) +
+         " of unknown outcome), " + n(s.attempts) + " attempts, " + n(s.connects) +
+         " connections set up, " + n(s.connect_failures) + " failed, " + n(s.disconnects) +
+         " dropped, " + n(s.messages) + " messages, " + n(s.renewals) + " renewals (" +
+         n(s.renewals_failed) + " failed), " + n(s.holds_lost) + " holds lost\n";
+}
+
 }  // namespace
 
 int run_exec(const exec_options& o) {
@@ -311,6 +326,7 @@ int run_exec(const exec_options& o) {
       signals, lost);
 
   const std::error_code released = release_hold(lock, owner, release_bound, signals);
+  if (o.verbose) write_stderr(stats_line(client.stats()));
   if (ran.lost) {
     write_stderr("rlock: the command ended with status " + std::to_string(ran.status) + " after " +
                  (o.permits > 0 ? "the permit" : "the lock") + " was lost; exiting with " +
