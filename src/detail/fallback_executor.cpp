@@ -16,12 +16,23 @@ namespace {
 struct fallback_context {
   std::uint64_t epoch = 0;
   asio::io_context* io = nullptr;
+  fallback_context* next = nullptr;  // in `retired`
 };
 
 // Made on first use in each process and never destroyed (see the header): a static object
 // would be destroyed at exit while its detached threads may still run, and a join would hang
 // in a fork child.
 std::atomic<fallback_context*> current{nullptr};
+// Those no longer current (a parent's, in its fork child; one that lost the race below), kept
+// reachable and never freed: their threads may still be inside io_context::run().
+std::atomic<fallback_context*> retired{nullptr};
+
+void retire(fallback_context* c) {
+  c->next = retired.load(std::memory_order_relaxed);
+  while (!retired.compare_exchange_weak(c->next, c, std::memory_order_release,
+                                        std::memory_order_relaxed)) {
+  }
+}
 
 fallback_context* make_context(std::uint64_t epoch) {
   // As many threads as Asio's system executor has (twice the cores): a shutdown with many
@@ -47,11 +58,14 @@ asio::io_context::executor_type fallback_executor() {
   while (seen == nullptr || seen->epoch != epoch) {
     // No lock: one held by a parent's thread as it forked would never be released in the child.
     fallback_context* made = make_context(epoch);
-    if (current.compare_exchange_strong(seen, made, std::memory_order_acq_rel))
+    fallback_context* const was = seen;
+    if (current.compare_exchange_strong(seen, made, std::memory_order_acq_rel)) {
+      if (was != nullptr) retire(was);  // the parent's, in a fork child
       return made->io->get_executor();
-    // Another thread of this process made one first: this one's threads end (its context and
-    // record are left, a few hundred bytes, as the winner's are).
+    }
+    // Another thread of this process made one first: this one's threads end.
     made->io->stop();
+    retire(made);
   }
   return seen->io->get_executor();
 }
