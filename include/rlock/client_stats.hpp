@@ -8,7 +8,7 @@
 // time between them. Each field is read on its own, without stopping the client: a snapshot
 // taken while requests complete may count a completion but not yet its request's last attempt,
 // and so on, by at most the work in flight. Sentinel connections (asked where the master is)
-// are not counted.
+// and the Cluster scan's own connections to its seeds are not counted.
 //
 // Taking a snapshot never blocks and sends nothing; after shutdown() it still reports the
 // counts (the gauges of now are then 0). Counting costs one relaxed atomic increment per event.
@@ -74,7 +74,8 @@ struct client_stats {
 
   /// Requests made and not yet completed.
   std::uint64_t requests_in_flight = 0;
-  /// Holds the client's watchdogs keep now (renewed, or watched until their lease ends).
+  /// Holds the client keeps now: those of its locks and read-write locks that its watchdogs
+  /// renew or watch until their lease ends, and the permits its permit_keepers keep.
   std::uint64_t holds_watched = 0;
   /// Channels subscribed now, as the servers confirmed them. A lock's channel stays
   /// subscribed for 10 s after its last local waiter has gone, for the next one.
