@@ -115,29 +115,33 @@ void fenced_lock::issue_token(const std::shared_ptr<acquire_state>& st) {
         // replicas did not confirm is then tried again with a new acquire, as an acquire they
         // did not confirm is (Redisson's rule), once the release has landed.
         const int tries = st->tries + (issued ? 1 : 0);
-        self.lock_.start_unlock(st->owner, [self, st, ec, tries, why = std::move(r.detail)](
-                                               std::error_code released) mutable {
-          const auto& config = self.lock_.svc_->engine()->cfg();
-          const auto now = clock::now();
-          // A release the replicas did not confirm either still ran on the master: the
-          // try again's acquire is confirmed on its own.
-          const bool ran = !released || released == errc::replication_not_confirmed;
-          if (ec == errc::replication_not_confirmed && ran && !st->single &&
-              !st->opts.stop.stop_requested()) {
-            if (const auto in = detail::next_unconfirmed_try_in(config, tries, now, st->deadline)) {
-              st->tries = tries;
-              const detail::unconfirmed_try again{tries, why, now + *in};
-              self.run_try(st, &again);
-              return;
-            }
-          }
-          if (st->opts.error_detail != nullptr && !why.empty()) {
-            *st->opts.error_detail = ec == errc::replication_not_confirmed
-                                         ? detail::after_tries(std::move(why), tries)
-                                         : std::move(why);
-          }
-          st->cb(ec, std::nullopt);
-        });
+        // Sent once: a release the replicas miss still ran on the master (as an undo's).
+        self.lock_.svc_->unlock(
+            self.lock_.key_, st->owner, self.lock_.kind_,
+            [self, st, ec, tries, why = std::move(r.detail)](std::error_code released) mutable {
+              const auto& config = self.lock_.svc_->engine()->cfg();
+              const auto now = clock::now();
+              // A release the replicas did not confirm either still ran on the master: the
+              // try again's acquire is confirmed on its own.
+              const bool ran = !released || released == errc::replication_not_confirmed;
+              if (ec == errc::replication_not_confirmed && ran && !st->single &&
+                  !st->opts.stop.stop_requested()) {
+                if (const auto in =
+                        detail::next_unconfirmed_try_in(config, tries, now, st->deadline)) {
+                  st->tries = tries;
+                  const detail::unconfirmed_try again{tries, why, now + *in};
+                  self.run_try(st, &again);
+                  return;
+                }
+              }
+              if (st->opts.error_detail != nullptr && !why.empty()) {
+                *st->opts.error_detail = ec == errc::replication_not_confirmed
+                                             ? detail::after_tries(std::move(why), tries)
+                                             : std::move(why);
+              }
+              st->cb(ec, std::nullopt);
+            },
+            nullptr, false, false, /*confirm=*/false);
       });
 }
 

@@ -312,8 +312,16 @@ struct config {
   ///     writes its lease) followed by WAIT before its acquire returns; not acknowledged, the
   ///     handed lock is released and the acquire tried again (it queues anew) as above;
   ///   - every unlock of those locks and of a read-write lock: one that ran on the master,
-  ///     acknowledged by fewer, has released all the same and reports
-  ///     errc::replication_not_confirmed (unlock_or_throw() throws it; unlock() ignores it).
+  ///     acknowledged by fewer, is sent again, whole, with its latch (Redisson resends it with
+  ///     the same request id): the replay returns the first run's result and changes nothing
+  ///     but the latch's TTL, a write, so that its WAIT covers the first run on whichever
+  ///     connection it goes (WAIT counts a connection's own writes). replica_sync_tries sends in
+  ///     all, each after retry_delay's equal jitter; the first acknowledged confirms the unlock.
+  ///     After the last, it has released all the same and reports
+  ///     errc::replication_not_confirmed, whose text says how many sends ran (unlock_or_throw()
+  ///     throws it; unlock() ignores it). A blocking unlock waits for these sends: with a
+  ///     replica down, replica_sync_tries times (replica_sync_timeout + the delay). A fenced
+  ///     lock's release of a hold it will not return (its token not acknowledged) is sent once.
   /// Not waited for: semaphore and permit releases and changes (a release reported as failed
   /// would invite a second one, which would add its permits twice); countdown latches,
   /// force-unlocks and renewals.
@@ -349,7 +357,8 @@ struct config {
   /// Redisson does).
   static constexpr int all_connected_replicas = -1;
   /// Tries of an acquire that the replicas did not confirm (replica_sync, above), the first
-  /// included; 1: none again, the acquire fails at its first shortfall. Redisson counts these
+  /// included, and sends of an unlock they did not confirm; 1: none again, the acquire fails
+  /// (the unlock reports it) at its first shortfall. Redisson counts these
   /// with retryAttempts (4); rlock keeps them apart from retry_attempts, which bounds the
   /// resends of requests that never reached the server, so that raising it to ride out a long
   /// reconnect does not make a replica that is down cost that many WAITs. From 1 to 100.

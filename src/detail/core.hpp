@@ -70,6 +70,16 @@ struct exec_options {
   /// (exec_result::replicas_connected).
   int sync_replicas = 0;
   std::chrono::milliseconds sync_timeout{0};
+  /// With sync_replicas: sends in all, the first included, while the replicas acknowledge fewer
+  /// than asked (replicas_confirmed): the request is sent again, whole (its WAIT with it; on the
+  /// next of the node's connections for such requests), after retry_delay's equal jitter for
+  /// the resends so far, never starting at or after start_by. Only for a script whose resend
+  /// changes nothing once it has run and still writes (an unlock's latch: a WAIT counts a
+  /// connection's writes only, so a resend that only read could be confirmed on another
+  /// connection without the first run). The result is the last answered attempt's; a resend
+  /// that fails (or the client's shutdown before it) leaves the last answered one, unconfirmed,
+  /// as the result. 1: never sent again for this.
+  int confirm_tries = 1;
 };
 
 class core : public std::enable_shared_from_this<core> {
@@ -182,6 +192,10 @@ class core : public std::enable_shared_from_this<core> {
   /// with errc::shutdown, completes it).
   void resend_after(const std::shared_ptr<attempt>& a, std::chrono::milliseconds delay,
                     exec_result res);
+  /// The result of `a` when a resend to confirm the replicas (exec_options::confirm_tries)
+  /// cannot be answered: its last answered attempt, which the replicas did not confirm (taken
+  /// from `a`).
+  static exec_result last_unconfirmed(attempt& a);
   void on_result(const std::shared_ptr<attempt>& a, exec_result res);
   /// Completes `a` with `res` (its callback, if any is left), counting the completion.
   void finish(const std::shared_ptr<attempt>& a, exec_result res);

@@ -48,6 +48,11 @@ struct core::attempt {
   node* sent_to = nullptr;
   std::optional<cluster_endpoint> ask_target;
   retry_fsm fsm;
+  // exec_options::confirm_tries: sends left for it, and the last answered attempt that the
+  // replicas did not confirm (the result, should no later one be answered).
+  int confirm_sends_left = 0;
+  int confirm_resends = 0;
+  std::optional<exec_result> unconfirmed;
   exec_callback done;
   // Completed (core::finish): counted once, its callback run once.
   bool finished = false;

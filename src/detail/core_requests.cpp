@@ -9,6 +9,7 @@
 #include "detail/closed_completion.hpp"
 #include "detail/core.hpp"
 #include "detail/core_attempt.hpp"
+#include "detail/replica_sync.hpp"
 #include "detail/resp.hpp"
 
 namespace rlock::detail {
@@ -67,6 +68,7 @@ void core::eval(const script& s, std::span<const std::string_view> keys,
     a->trailing_wait = true;
     a->timeout += opts.sync_timeout;
   }
+  if (opts.sync_replicas != 0) a->confirm_sends_left = std::max(opts.confirm_tries, 1) - 1;
   a->via_script = &s;
   a->from_script = true;
   a->route_key = !opts.route_key.empty() ? std::string(opts.route_key)
@@ -247,6 +249,25 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
     send(a);
     return;
   }
+  if (!res.ec && a->trailing_wait && a->confirm_sends_left > 0 && !replicas_confirmed(cfg_, res) &&
+      !closed_.load(std::memory_order_acquire)) {
+    // It ran without the replicas asked for: sent again to confirm it (exec_options::
+    // confirm_tries), unless the delay would pass the request's deadline.
+    std::chrono::milliseconds delay{};
+    {
+      std::lock_guard lk(mu_);
+      delay = equal_jitter(cfg_.retry_delay_base, cfg_.retry_delay_max)
+                  .delay(a->confirm_resends + 1, rng_);
+    }
+    if (clock::now() + delay < a->fsm.start_by()) {
+      --a->confirm_sends_left;
+      ++a->confirm_resends;
+      a->unconfirmed = std::move(res);
+      resend_after(a, delay, exec_result{});
+      return;
+    }
+  }
+  res.confirm_sends = a->confirm_resends + 1;
   retry_fsm::action act;
   if (res.ec && !closed_.load(std::memory_order_acquire)) {
     const equal_jitter policy(cfg_.retry_delay_base, cfg_.retry_delay_max);
@@ -265,6 +286,12 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   }
   res.unknown_on = a->unknown_on;
   if (act.what != retry_fsm::action::kind::retry_after) {
+    if (res.ec && a->unconfirmed) {
+      // A resend to confirm the replicas failed: the last answered attempt, unconfirmed, is
+      // the result (it ran), and the latch it read must outlive any late copy of this one.
+      finish(a, last_unconfirmed(*a));
+      return;
+    }
     if (res.ec && !res.written && a->written_once) {
       // This attempt certainly did not run, but an earlier one was sent and may have: the
       // request's outcome is unknown, not "not applied", whatever stopped this attempt (a lost
@@ -280,12 +307,25 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   resend_after(a, act.delay, std::move(res));
 }
 
+exec_result core::last_unconfirmed(attempt& a) {
+  exec_result r = std::move(*a.unconfirmed);
+  a.unconfirmed.reset();
+  r.earlier_attempt_may_have_run = a.written_once;
+  r.unknown_on = a.unknown_on;
+  r.confirm_sends = a.confirm_resends + 1;
+  return r;
+}
+
 void core::resend_after(const std::shared_ptr<attempt>& a, std::chrono::milliseconds delay,
                         exec_result res) {
   std::unique_lock lk(mu_);
   if (closed_) {
     // Completed outside the lock: the callback may reach user code (a handler run inline).
     lk.unlock();
+    if (a->unconfirmed) {
+      finish(a, last_unconfirmed(*a));
+      return;
+    }
     res.ec = make_error_code(errc::shutdown);
     finish(a, std::move(res));
     return;
@@ -304,7 +344,7 @@ void core::resend_after(const std::shared_ptr<attempt>& a, std::chrono::millisec
     if ((ec && !woken) || self->closed_) {
       exec_result r;
       r.ec = make_error_code(errc::shutdown);
-      self->finish(a, std::move(r));
+      self->finish(a, a->unconfirmed ? last_unconfirmed(*a) : std::move(r));
       return;
     }
     self->send(a);

@@ -44,6 +44,9 @@ struct exec_result {
   /// replica acknowledged, those of them still connected when counted again; -1 when the
   /// server would not tell (INFO refused: WAIT asked for 1).
   long long replicas_connected = -1;
+  /// How often the request was sent to have the replicas confirm it, the first send included
+  /// (exec_options::confirm_tries): 1 unless it was sent again for that. Set by core.
+  int confirm_sends = 1;
 };
 
 /// A result that failed with `ec`, without a reply; `written` as in exec_result.

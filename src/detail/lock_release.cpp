@@ -40,7 +40,12 @@ void lock_service::send_unlock(unlock_request r, exec_callback done) {
   opts.close_unknown = true;
   opts.fence = std::move(r.fence);
   opts.completes_on_caller = r.completes_on_caller;
-  if (r.sync_replicas) ask_replicas(cfg, opts);
+  if (r.sync_replicas) {
+    ask_replicas(cfg, opts);
+    // A release the replicas did not confirm is sent again, whole, with its latch: the replay
+    // only refreshes the latch, and its WAIT covers the first run (lock_unlock.lua).
+    if (r.confirm) opts.confirm_tries = cfg.replica_sync_tries;
+  }
   const bool spin = r.kind == lock_kind::spin;
   const bool fair = r.kind == lock_kind::fair;
   const bool queued = cfg.lock_queue && r.kind == lock_kind::reentrant;
@@ -139,7 +144,7 @@ void lock_service::wake_local_head(const std::string& raw_name) {
 
 void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, lock_kind kind,
                           unlock_callback done, std::string* error_detail, bool completes_on_caller,
-                          bool was_parked) {
+                          bool was_parked, bool confirm) {
   std::chrono::milliseconds lease = core_->cfg().lock_watchdog_timeout;
   // Set when this unlock cancelled the hold's renewal.
   bool renewal_cancelled = false;
@@ -158,9 +163,11 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, l
       // never queued; refused, it drops the hold and lets the unlock go: not_owner). After
       // shutdown() by the client's close, which completes every request.
       unlocks_after_undo_[key].push_back([self = shared_from_this(), raw_name, owner_id, kind,
-                                          error_detail, done = std::move(done)](bool send) mutable {
+                                          error_detail, confirm,
+                                          done = std::move(done)](bool send) mutable {
         if (send) {
-          self->unlock(raw_name, owner_id, kind, std::move(done), error_detail, false, true);
+          self->unlock(raw_name, owner_id, kind, std::move(done), error_detail, false, true,
+                       confirm);
         } else {
           done(make_error_code(errc::shutdown));
         }
@@ -191,83 +198,85 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, l
   r.completes_on_caller = completes_on_caller;
   r.kind = kind;
   r.sync_replicas = true;
-  send_unlock(
-      std::move(r), [self = shared_from_this(), raw_name, owner_id, kind, renewal_cancelled,
-                     error_detail, lease, sent_at, done = std::move(done)](exec_result res) {
-        const unlock_outcome outcome = decode_unlock(res);
-        std::error_code ec = outcome.ec;
-        if (ec && error_detail != nullptr) *error_detail = res.detail;
-        // Ran on the master (released, or holds left) without the replicas asked for: the
-        // hold is updated as for any answered unlock, and the caller told afterwards.
-        const bool unconfirmed = !ec && outcome.result != unlock_result::not_owner &&
-                                 !replicas_confirmed(self->core_->cfg(), res);
-        const bool not_owner = !ec && outcome.result == unlock_result::not_owner;
-        const bool released = !ec && outcome.result == unlock_result::released;
-        std::stop_source lost;
-        bool signal_loss = false;
-        bool again = false;
-        {
-          std::lock_guard lk(self->mu_);
-          auto it = self->entries_.find(raw_name);
-          if (it != self->entries_.end()) {
-            entry& e = it->second;
-            auto h = e.holds.find(owner_id);
-            if (h != e.holds.end() && ec && !renewal_cancelled) {
-              // A partial unlock that failed, whether or not it ran (an unknown outcome, or
-              // refused: OOM, NOPERM, READONLY...): counted as run, since its caller is told it
-              // failed and should not repeat it (unlock() does not even say so). The final
-              // unlock then releases whatever is left; see hold::unsure.
-              if (h->second.count > 1) --h->second.count;
-              ++h->second.unsure;
-            } else if (h != e.holds.end() && ec && renewal_cancelled) {
-              // The final unlock failed, its outcome possibly unknown, and renewal was
-              // cancelled before it was sent. The hold is reported lost: it is no
-              // longer renewed, so its lease runs out on the server unless the unlock
-              // was applied. (Renewing it again would keep a lock whose owner believes
-              // it released alive for as long as the client runs.) The owner's next
-              // acquire starts afresh.
-              lost = h->second.lost;
-              signal_loss = true;
-            } else if (h != e.holds.end() && !ec) {
-              if (not_owner) {
-                // The lock was already gone: the holder is told, if it was not yet.
-                lost = h->second.lost;
-                signal_loss = true;
-              }
-              if (!released && !not_owner && renewal_cancelled && h->second.unsure > 0) {
-                // The final unlock left holds: a partial unlock before it had not run.
-                --h->second.unsure;
-                again = true;
-              } else if (released || not_owner || --h->second.count <= 0) {
-                if (h->second.watchdog_id != 0) self->watchdog_->remove(h->second.watchdog_id);
-                e.holds.erase(h);
-              } else if (h->second.watchdog_id != 0) {
-                // Holds remain and the script reset the TTL to `lease`: the local deadline
-                // follows (a later send's reply, such as a renewal's, comes after this one).
-                // From the first send: a resent unlock's latch may return an earlier attempt's
-                // result, applied before the resend.
-                self->watchdog_->activate(h->second.watchdog_id, sent_at, lease, h->second.renew);
-              }
-            }
-            self->maybe_linger_locked(raw_name, e);
+  r.confirm = confirm;
+  send_unlock(std::move(r), [self = shared_from_this(), raw_name, owner_id, kind, renewal_cancelled,
+                             error_detail, lease, sent_at, confirm,
+                             done = std::move(done)](exec_result res) {
+    const unlock_outcome outcome = decode_unlock(res);
+    std::error_code ec = outcome.ec;
+    if (ec && error_detail != nullptr) *error_detail = res.detail;
+    // Ran on the master (released, or holds left) without the replicas asked for: the
+    // hold is updated as for any answered unlock, and the caller told afterwards.
+    const bool unconfirmed = !ec && outcome.result != unlock_result::not_owner &&
+                             !replicas_confirmed(self->core_->cfg(), res);
+    const bool not_owner = !ec && outcome.result == unlock_result::not_owner;
+    const bool released = !ec && outcome.result == unlock_result::released;
+    std::stop_source lost;
+    bool signal_loss = false;
+    bool again = false;
+    {
+      std::lock_guard lk(self->mu_);
+      auto it = self->entries_.find(raw_name);
+      if (it != self->entries_.end()) {
+        entry& e = it->second;
+        auto h = e.holds.find(owner_id);
+        if (h != e.holds.end() && ec && !renewal_cancelled) {
+          // A partial unlock that failed, whether or not it ran (an unknown outcome, or
+          // refused: OOM, NOPERM, READONLY...): counted as run, since its caller is told it
+          // failed and should not repeat it (unlock() does not even say so). The final
+          // unlock then releases whatever is left; see hold::unsure.
+          if (h->second.count > 1) --h->second.count;
+          ++h->second.unsure;
+        } else if (h != e.holds.end() && ec && renewal_cancelled) {
+          // The final unlock failed, its outcome possibly unknown, and renewal was
+          // cancelled before it was sent. The hold is reported lost: it is no
+          // longer renewed, so its lease runs out on the server unless the unlock
+          // was applied. (Renewing it again would keep a lock whose owner believes
+          // it released alive for as long as the client runs.) The owner's next
+          // acquire starts afresh.
+          lost = h->second.lost;
+          signal_loss = true;
+        } else if (h != e.holds.end() && !ec) {
+          if (not_owner) {
+            // The lock was already gone: the holder is told, if it was not yet.
+            lost = h->second.lost;
+            signal_loss = true;
+          }
+          if (!released && !not_owner && renewal_cancelled && h->second.unsure > 0) {
+            // The final unlock left holds: a partial unlock before it had not run.
+            --h->second.unsure;
+            again = true;
+          } else if (released || not_owner || --h->second.count <= 0) {
+            if (h->second.watchdog_id != 0) self->watchdog_->remove(h->second.watchdog_id);
+            e.holds.erase(h);
+          } else if (h->second.watchdog_id != 0) {
+            // Holds remain and the script reset the TTL to `lease`: the local deadline
+            // follows (a later send's reply, such as a renewal's, comes after this one).
+            // From the first send: a resent unlock's latch may return an earlier attempt's
+            // result, applied before the resend.
+            self->watchdog_->activate(h->second.watchdog_id, sent_at, lease, h->second.renew);
           }
         }
-        if (signal_loss) lost.request_stop();
-        if (again) {
-          // A copy: `done` is const in this lambda.
-          self->unlock(raw_name, owner_id, kind, done, error_detail, false);
-          return;
-        }
-        if (released && kind == lock_kind::spin) self->wake_local_head(raw_name);
-        if (not_owner) ec = make_error_code(errc::not_owner);
-        if (unconfirmed) {
-          ec = make_error_code(errc::replication_not_confirmed);
-          if (error_detail != nullptr) {
-            *error_detail = not_confirmed_detail(self->core_->cfg(), res, "released");
-          }
-        }
-        done(ec);
-      });
+        self->maybe_linger_locked(raw_name, e);
+      }
+    }
+    if (signal_loss) lost.request_stop();
+    if (again) {
+      // A copy: `done` is const in this lambda.
+      self->unlock(raw_name, owner_id, kind, done, error_detail, false, false, confirm);
+      return;
+    }
+    if (released && kind == lock_kind::spin) self->wake_local_head(raw_name);
+    if (not_owner) ec = make_error_code(errc::not_owner);
+    if (unconfirmed) {
+      ec = make_error_code(errc::replication_not_confirmed);
+      if (error_detail != nullptr) {
+        *error_detail = after_tries(not_confirmed_detail(self->core_->cfg(), res, "released"),
+                                    res.confirm_sends);
+      }
+    }
+    done(ec);
+  });
 }
 
 void lock_service::force_unlock(const std::string& raw_name, lock_kind kind,

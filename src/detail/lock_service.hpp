@@ -89,9 +89,12 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
   /// a re-entry of its owner (unlocks_after_undo_); it waits behind an undo again, not behind
   /// an acquire started since. `kind`: the release's script (a spin lock's publishes nothing and
   /// wakes a waiter of this process itself; a fair lock's tells the queue's head only).
+  /// `confirm`: with config::replica_sync, a release the replicas did not confirm is sent again
+  /// (replica_sync_tries in all) until they do; false sends it once (a fenced lock releasing a
+  /// hold it will not return, which an undo would not confirm either).
   void unlock(const std::string& raw_name, std::uint64_t owner_id, lock_kind kind,
               unlock_callback done, std::string* error_detail = nullptr,
-              bool completes_on_caller = false, bool was_parked = false);
+              bool completes_on_caller = false, bool was_parked = false, bool confirm = true);
   void force_unlock(const std::string& raw_name, lock_kind kind,
                     std::function<void(std::error_code, bool)> done,
                     std::string* error_detail = nullptr);
@@ -213,6 +216,9 @@ class lock_service : public std::enable_shared_from_this<lock_service> {
     std::string fair_leave_wait;
     /// A caller's unlock: followed by WAIT when config::replica_sync asks (an undo is not).
     bool sync_replicas = false;
+    /// With sync_replicas: sent again while the replicas do not confirm it
+    /// (exec_options::confirm_tries: config::replica_sync_tries).
+    bool confirm = false;
   };
   /// Sends the unlock script (plain or queued, per config; r.kind's for a spin or fair lock)
   /// releasing one hold of `r.owner`, and deletes the lock's spent latches. Before `done` runs, the

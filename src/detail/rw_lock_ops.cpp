@@ -38,7 +38,12 @@ void send_unlock(const std::shared_ptr<core>& c, const std::string& raw_name, rw
   const std::string ttl = once_ttl_ms(c->cfg());
   exec_options o = once_options(raw_name);
   o.fence = std::move(fence);
-  if (acquire_latch.empty()) ask_replicas(c->cfg(), o);
+  if (acquire_latch.empty()) {
+    // A caller's unlock: sent again, whole, while the replicas do not confirm it (the replay
+    // only refreshes the latch, and its WAIT covers the first run: rwlock_unlock.lua).
+    ask_replicas(c->cfg(), o);
+    o.confirm_tries = c->cfg().replica_sync_tries;
+  }
   const std::string_view keys[] = {raw_name, channel, unlock, prefix, acquire_latch};
   const std::string_view args[] = {mode_arg(mode), owner, lease_ms, ttl};
   c->eval(rwlock_unlock_script(), std::span(keys, acquire_latch.empty() ? 4 : 5), args, o,
@@ -247,7 +252,8 @@ void rw_lock_service::unlock(const std::string& raw_name, rw_mode mode, std::uin
         } else if (!r.ec && !replicas_confirmed(self->core_->cfg(), r)) {
           // Released on the master without the replicas asked for: the caller is told.
           r.ec = make_error_code(errc::replication_not_confirmed);
-          r.detail = not_confirmed_detail(self->core_->cfg(), r, "released");
+          r.detail =
+              after_tries(not_confirmed_detail(self->core_->cfg(), r, "released"), r.confirm_sends);
         }
         done(r.ec, r.detail);
       });

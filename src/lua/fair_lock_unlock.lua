@@ -16,7 +16,8 @@
 --          first (an acquire that gave up: Redisson's acquireFailed), whatever its count
 -- Returns  1: fully released (the key deleted, "0" published on the head's channel); 0: still
 --          held; nil: the owner does not hold the lock (if the lock is free, the head is told
---          anyway). Another attempt of the same unlock returns the first one's result.
+--          anyway). Another attempt of the same unlock returns the first one's result and
+--          changes nothing but the latch's TTL (lock_unlock.lua).
 local spent_from = 6
 local channel, latch = false, KEYS[5]
 local latched = redis.call('get', latch)
@@ -24,6 +25,7 @@ local quiet = false
 --!include unlock_prelude.lua
 local result
 if latched then
+  redis.call('pexpire', latch, ARGV[3])  -- a replay's write (lock_unlock.lua)
   result = tonumber(latched)
 else
   local fair_queue, fair_timeouts = KEYS[2], KEYS[3]

@@ -12,16 +12,26 @@
 -- Returns  1: fully released (key deleted, Redisson's unlock message "0" published); 0: still
 --          held (count decremented, TTL reset); nil: the owner does not hold the lock. Another
 --          attempt of the same unlock (the same latch key) returns the first one's result
---          without doing anything: a resend after a lost reply, and also a first attempt that
---          reaches the server after its resend (stalled on a connection the client gave up on),
---          by when the owner may hold the lock again.
+--          and changes nothing but the latch's TTL (set again to ARGV[3]: a write, so that a
+--          WAIT after it covers the first run, whichever connection either ran on): a resend
+--          after a lost reply or to confirm the replicas (config::replica_sync), and also a
+--          first attempt that reaches the server after its resend (stalled on a connection the
+--          client gave up on), by when the owner may hold the lock again.
 local spent_from = 4
 local channel, latch = KEYS[2], KEYS[3]
 -- The result of an attempt of this unlock that has run, else false.
 local latched = redis.call('get', latch)
 local quiet = not latched
 --!include unlock_prelude.lua
-local result = latched and tonumber(latched) or release(nil)
+local result
+if latched then
+  -- A replay: its latch's TTL is set again, a write, so that a WAIT after it on any connection
+  -- covers the first run (the server counts a connection's offset at its last write).
+  redis.call('pexpire', latch, ARGV[3])
+  result = tonumber(latched)
+else
+  result = release(nil)
+end
 if not spent_deleted and #KEYS >= spent_from then
   redis.call('del', unpack(KEYS, spent_from))
 end

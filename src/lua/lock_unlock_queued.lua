@@ -15,10 +15,11 @@
 --          the lock meanwhile)
 -- Returns  1: released (handed over, or deleted); 0: still held; nil: not held by the owner.
 --          The owner's queue entry, if any, is removed in every case. Another attempt of the
---          same unlock (the same latch key) returns the first one's result without doing
---          anything: a resend after a lost reply, and also a first attempt that reaches the
---          server after its resend (stalled on a connection the client gave up on), by when the
---          owner may hold the lock again or have handed it to a waiter.
+--          same unlock (the same latch key) returns the first one's result and changes nothing
+--          but the latch's TTL (lock_unlock.lua): a resend after a lost reply or to confirm the
+--          replicas, and also a first attempt that reaches the server after its resend (stalled
+--          on a connection the client gave up on), by when the owner may hold the lock again or
+--          have handed it to a waiter.
 -- On the final release the lock goes to the first live waiter (made owner with its own lease, at
 -- most until its queue deadline, told on its process's channel
 -- "rlock_handoff:{<name>}:<client uuid>" with "<owner> <server ms> 1 <its token>", the 1 saying
@@ -37,6 +38,7 @@ local function run()
   -- The result of an attempt of this unlock that has run; without one, the queue exists.
   local latched = redis.call('get', latch)
   if latched then
+    redis.call('pexpire', latch, ARGV[3])  -- a replay's write (lock_unlock.lua)
     return tonumber(latched)
   end
   local queue_key = KEYS[4]

@@ -15,7 +15,9 @@
 -- Returns  1: released, and the lock is gone (deleted, "0" after a read release or "1" after a
 --          write release published on the channel, as Redisson does); 0: released, the lock
 --          remains (other holds); -1: the owner held no such hold, or the undone acquire took
---          nothing; nothing changed. A resent attempt returns the first attempt's result.
+--          nothing; nothing changed. A resent attempt returns the first attempt's result and
+--          changes nothing but the latch's TTL (set again: a write, so that a WAIT after it
+--          covers the first run, whichever connection either ran on).
 -- After the last write hold of an owner that also reads (a downgrade) the lock stays in read
 -- mode; rlock publishes "1" then too (Redisson does not), so that waiting readers join at once.
 -- A read release that leaves only holds whose timeout keys have all expired (their holders
@@ -23,6 +25,9 @@
 --!include rwlock_prelude.lua
 local done = redis.call('get', KEYS[3])
 if done then
+  -- A replay: its latch's TTL is set again, a write, so that a WAIT after it on any connection
+  -- covers the first run (the server counts a connection's offset at its last write).
+  redis.call('pexpire', KEYS[3], ARGV[4])
   return tonumber(done)
 end
 local function finish(result)

@@ -12,13 +12,20 @@
 -- ARGV[4]  optional: the owner's expected hold count (as lock_unlock's)
 -- Returns  1: fully released (key deleted); 0: still held (count decremented, TTL reset); nil:
 --          the owner does not hold the lock. Another attempt of the same unlock (the same latch
---          key) returns the first one's result without doing anything.
+--          key) returns the first one's result and changes nothing but the latch's TTL
+--          (lock_unlock.lua).
 local spent_from = 3
 local channel, latch = false, KEYS[2]
 local latched = redis.call('get', latch)
 local quiet = not latched
 --!include unlock_prelude.lua
-local result = latched and tonumber(latched) or release(nil)
+local result
+if latched then
+  redis.call('pexpire', latch, ARGV[3])  -- a replay's write (lock_unlock.lua)
+  result = tonumber(latched)
+else
+  result = release(nil)
+end
 if not spent_deleted and #KEYS >= spent_from then
   redis.call('del', unpack(KEYS, spent_from))
 end

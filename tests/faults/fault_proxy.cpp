@@ -312,6 +312,8 @@ void fault_proxy::state::loop() {
       const short sr = fds[static_cast<std::size_t>(l.server_slot)].revents;
       if (cr & (POLLIN | POLLHUP | POLLERR)) read_side(l, true, after);
       if (!l.closed && (sr & (POLLIN | POLLHUP | POLLERR))) read_side(l, false, after);
+      // A hang_on match in this round holds its chunk too: nothing more is written.
+      if (mode == proxy_mode::hang) continue;
       if (!l.closed) write_side(l, true, after);
       if (!l.closed) write_side(l, false, after);
     }

@@ -13,39 +13,13 @@
 #include <rlock/client.hpp>
 #include <string>
 
-#include "faults/fault_proxy.hpp"
-#include "support/fast_config.hpp"
-#include "support/redis_server.hpp"
+#include "faults/proxied_replica.hpp"
 #include "support/replica_acks.hpp"
-#include "support/server_monitor.hpp"
 
 namespace rlock::faults {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A master, a proxy to it and a replica that replicates through the proxy.
-struct proxied_replica {
-  test::redis_server master{
-      test::server_options{.extra_args = {"--repl-diskless-sync-delay", "0"}}};
-  fault_proxy proxy{master.port()};
-  test::redis_server replica{test::server_options{
-      .extra_args = {"--replicaof", "127.0.0.1", std::to_string(proxy.port())}}};
-
-  // A client of the master that waits up to 300 ms for the replica's acknowledgement.
-  config client_config(int tries) const {
-    config cfg = test::fast_config(master.url());
-    cfg.replica_sync = 1;
-    cfg.replica_sync_timeout = 300ms;
-    cfg.replica_sync_tries = tries;
-    return cfg;
-  }
-};
-
-/// The next script run by a client (EVALSHA or EVAL, not a command inside a script).
-bool client_script(const test::monitored& m) {
-  return !m.from_script && !m.args.empty() && (m.args[0] == "EVALSHA" || m.args[0] == "EVAL");
-}
 
 TEST(token_sync, a_token_the_replica_missed_is_tried_again_and_returned_once_it_has_it) {
   proxied_replica p;

@@ -174,8 +174,8 @@ void add_connection_options(CLI::App& app, connection_options& opts) {
                       duration_bound::positive)
       ->group(group);
   app.add_option("--replica-sync-tries", opts.replica_sync_tries,
-                 "Tries of an acquire the replicas do not acknowledge, the first included "
-                 "(default 4, Redisson's; 1: exit 69 at the first)")
+                 "Tries of an acquire the replicas do not acknowledge, the first included, and "
+                 "sends of such an unlock (default 4, Redisson's; 1: exit 69 at the first)")
       ->check(CLI::Range(1, 100))
       ->group(group);
 }

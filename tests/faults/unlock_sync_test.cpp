@@ -1,0 +1,116 @@
+// An unlock that the replicas did not acknowledge (config::replica_sync): the replica's link to
+// its master runs through a fault_proxy that stops the replication stream at the unlock's
+// latch (hang_on), so the release runs on the master and its WAIT runs out. The unlock is sent
+// again, whole, with its latch (Redisson resends it with the same request id): the replay finds
+// the latch and returns the first run's result, and it writes (the latch's TTL), so that its
+// WAIT, on whichever connection it goes, waits for the first run to reach the replica. Before,
+// the first shortfall was the unlock's error.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <rlock/client.hpp>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "faults/proxied_replica.hpp"
+#include "support/replica_acks.hpp"
+
+namespace rlock::faults {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// The unlock latch a client's unlock script names ("" if none).
+std::string latch_of(const test::monitored& m) {
+  for (const auto& a : m.args) {
+    if (a.starts_with("redisson_unlock_latch:")) return a;
+  }
+  return {};
+}
+
+TEST(unlock_sync, an_unlock_the_replica_missed_is_sent_again_and_confirmed_once_it_has_it) {
+  proxied_replica p;
+  ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
+  client c(p.client_config(4));
+  auto l = c.get_lock("unlock-sync");
+  l.lock();
+  test::server_monitor monitor(p.master);
+  p.proxy.hang_on("redisson_unlock_latch");
+  // The proxy is watched from another thread: an unlock must come from its holder's thread.
+  auto watched = std::async(std::launch::async, [&] {
+    const auto first = monitor.next(client_script, 10s);
+    // Sent again once the first one's WAIT ran out, with the same latch.
+    const auto again = monitor.next(client_script, 10s);
+    const bool hung = p.proxy.mode() == proxy_mode::hang;
+    p.proxy.set_mode(proxy_mode::pass);  // the replica catches up
+    return std::make_tuple(first, again, hung);
+  });
+  EXPECT_NO_THROW(l.unlock_or_throw());
+  ASSERT_EQ(watched.wait_for(20s), std::future_status::ready);
+  const auto [first, again, hung] = watched.get();
+  ASSERT_TRUE(first) << "the unlock";
+  ASSERT_TRUE(again) << "the unlock, sent again";
+  EXPECT_FALSE(latch_of(*first).empty());
+  EXPECT_EQ(latch_of(*again), latch_of(*first));
+  EXPECT_TRUE(hung);
+  ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
+  EXPECT_EQ(p.replica.cli({"EXISTS", "unlock-sync"}), "0");
+  EXPECT_FALSE(l.is_held_by_current_thread());
+}
+
+TEST(unlock_sync, tries_used_up_end_with_the_error_and_the_lock_released_on_the_master) {
+  proxied_replica p;
+  ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
+  client c(p.client_config(3));
+  auto l = c.get_lock("unlock-sync-spent");
+  l.lock();
+  test::server_monitor monitor(p.master);
+  p.proxy.hang_on("redisson_unlock_latch");
+  // Each send after the first goes to another of the client's connections for such requests,
+  // which wrote nothing since the stream stopped: a replay that only read would be confirmed
+  // there at once, the first run unacknowledged.
+  try {
+    l.unlock_or_throw();
+    ADD_FAILURE() << "an unlock the replica never acknowledged was confirmed";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::replication_not_confirmed) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tried 3 times"), std::string::npos) << e.what();
+  }
+  std::set<std::string> latches;
+  int scripts = 0;
+  while (const auto m = monitor.next(client_script, 500ms)) {
+    ++scripts;
+    latches.insert(latch_of(*m));
+  }
+  EXPECT_EQ(scripts, 3);
+  EXPECT_EQ(latches.size(), 1U) << "one latch for the three sends";
+  EXPECT_EQ(p.master.cli({"EXISTS", "unlock-sync-spent"}), "0");
+  EXPECT_FALSE(l.is_held_by_current_thread());
+  EXPECT_EQ(p.replica.cli({"EXISTS", "unlock-sync-spent"}), "1") << "the stream stayed stopped";
+}
+
+TEST(unlock_sync, a_read_write_locks_unlock_is_sent_again_too) {
+  proxied_replica p;
+  ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
+  client c(p.client_config(2));
+  auto rw = c.get_read_write_lock("unlock-sync-rw");
+  rw.lock();
+  test::server_monitor monitor(p.master);
+  p.proxy.hang_on("redisson_unlock_latch");
+  std::error_code ec;
+  rw.release(rw_mode::write, ec);
+  EXPECT_EQ(ec, errc::replication_not_confirmed);
+  int scripts = 0;
+  while (monitor.next(client_script, 500ms)) ++scripts;
+  EXPECT_EQ(scripts, 2);
+  EXPECT_EQ(p.master.cli({"EXISTS", "unlock-sync-rw"}), "0");
+  // Caught up, a second try's replay is confirmed (the first run reached the replica).
+  p.proxy.set_mode(proxy_mode::pass);
+  ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
+  EXPECT_EQ(p.replica.cli({"EXISTS", "unlock-sync-rw"}), "0");
+}
+
+}  // namespace
+}  // namespace rlock::faults
