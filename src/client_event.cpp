@@ -18,6 +18,10 @@ std::string_view to_string(client_event_kind kind) {
       return "script_reloaded";
     case client_event_kind::lock_lost:
       return "lock_lost";
+    case client_event_kind::pubsub_disconnected:
+      return "pubsub_disconnected";
+    case client_event_kind::pubsub_connected:
+      return "pubsub_connected";
   }
   return "unknown";
 }
@@ -54,6 +58,12 @@ std::string describe(const client_event& e) {
       return "reloaded script " + e.object + " on " + e.server + why(e);
     case client_event_kind::lock_lost:
       return "lost lock '" + e.object + "'" + why(e);
+    case client_event_kind::pubsub_disconnected:
+      // As for disconnected: the detail says how the link ended.
+      return "pub/sub disconnected from " + e.server +
+             (e.detail.empty() ? why(e) : ": " + e.detail);
+    case client_event_kind::pubsub_connected:
+      return "pub/sub connected to " + e.server + why(e);
   }
   return std::string(to_string(e.kind)) + why(e);
 }

@@ -19,9 +19,10 @@
 
 namespace rlock {
 
-/// The kinds of client_event. A server's link is judged by the client's command connections to
-/// it (config::connection_pool_size of them, plus the replica_sync ones), not by its pub/sub
-/// connections, whose drops the waiters they serve learn of anyway.
+/// The kinds of client_event. A server's link (connected, disconnected, connect_failed) is
+/// judged by the client's command connections to it (config::connection_pool_size of them, plus
+/// the replica_sync ones); its pub/sub connections report their own drops and returns
+/// (pubsub_disconnected, pubsub_connected), each connection its own.
 enum class client_event_kind {
   /// The first of the client's command connections to `server` is set up (connected, AUTH,
   /// SELECT, scripts loaded): at start, and again after `disconnected` or `connect_failed`.
@@ -63,6 +64,18 @@ enum class client_event_kind {
   /// it. `object` is the lock's (or the semaphore's) key, after config::name_mapper; `error`
   /// errc::lock_lost; `detail` which of these it was. The holder's loss_token() is stopped too.
   lock_lost,
+  /// One of the client's pub/sub connections to `server` dropped while it served listeners
+  /// (`error`, `detail`: why, and how many channels it carried; the drop of one that served
+  /// none cost nobody a message and is not reported). Until it is back, waiters on those
+  /// channels hear no unlock message: each wakes at its own bound instead (the lock's TTL, its
+  /// queue entry's refresh, its deadline) and tries again, so a lock freed meanwhile is taken
+  /// later, not never. Holds are not affected (renewals go on the command connections). The
+  /// client reconnects with back-off by itself. Its failures to reconnect are not reported
+  /// apart: the command connections to the same server report theirs (connect_failed).
+  pubsub_disconnected,
+  /// A pub/sub connection to `server` that dropped (pubsub_disconnected) is set up again, and
+  /// the channels its waiters listen on are being subscribed again (`detail`: how many).
+  pubsub_connected,
 };
 
 /// One event. Fields that do not apply to a kind are empty.

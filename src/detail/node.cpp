@@ -82,10 +82,10 @@ class node::link_events {
 };
 
 node::node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,
-           int synced_pool_size, std::shared_ptr<event_sink> events) {
+           int synced_pool_size, const std::shared_ptr<event_sink>& events) {
   connection::handlers h;
   if (events && events->wanted()) {
-    link_events_ = std::make_shared<link_events>(std::move(events), opts.address);
+    link_events_ = std::make_shared<link_events>(events, opts.address);
     h.on_link = [l = link_events_](const link_report& r) { l->report(r); };
   }
   // Only the connections that WAIT count the server's replicas, into one census.
@@ -101,7 +101,7 @@ node::node(asio::io_context& io, const connection_options& opts, int pool_size, 
     synced_.push_back(std::make_shared<connection>(io, synced, h));
   }
   for (int i = 0; i < std::max(1, sub_pool_size); ++i) {
-    subs_.push_back(std::make_shared<subscriber>(io, plain));
+    subs_.push_back(std::make_shared<subscriber>(io, plain, events));
   }
 }
 

@@ -26,7 +26,7 @@ class node {
   /// (client_event_kind::connected, disconnected, connect_failed, master_switched), judged by
   /// all its command connections together (link_events below).
   node(asio::io_context& io, const connection_options& opts, int pool_size, int sub_pool_size,
-       int synced_pool_size = 0, std::shared_ptr<event_sink> events = nullptr);
+       int synced_pool_size = 0, const std::shared_ptr<event_sink>& events = nullptr);
   void start();
   void close();
   /// A command connection (round-robin over the pool).

@@ -1,6 +1,8 @@
 #include "detail/subscriber.hpp"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "detail/closed_completion.hpp"
 #include "detail/exec_result.hpp"
@@ -13,12 +15,19 @@ std::string_view command_for(channel_kind k, bool subscribe) {
   return subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE";
 }
 
+// "1 channel", "3 channels".
+std::string count_of(std::size_t channels) {
+  return std::to_string(channels) + (channels == 1 ? " channel" : " channels");
+}
+
 }  // namespace
 
-subscriber::subscriber(asio::io_context& io, connection_options opts)
+subscriber::subscriber(asio::io_context& io, connection_options opts,
+                       std::shared_ptr<event_sink> events)
     : io_(io), opts_(std::move(opts)) {
   opts_.pubsub = true;
   opts_.scripts.clear();
+  if (events && events->wanted()) events_ = std::move(events);
 }
 
 void subscriber::start() {
@@ -33,6 +42,11 @@ void subscriber::start() {
   h.on_down = [weak](std::error_code) {
     if (auto s = weak.lock()) s->on_down();
   };
+  if (events_) {
+    h.on_link = [weak](const link_report& r) {
+      if (auto s = weak.lock()) s->on_link(r);
+    };
+  }
   {
     std::lock_guard lk(mu_);
     conn_ = std::make_shared<connection>(io_, opts_, std::move(h));
@@ -205,6 +219,7 @@ void subscriber::on_ready() {
     sent_.clear();  // the old connection's: none of them is answered on this one
     channel_table::actions a;
     table_.on_reconnected(a);
+    resubscribing_ = a.subscribe.size();
     later = apply_locked(a);
   }
   for (auto& f : later) f();
@@ -213,6 +228,39 @@ void subscriber::on_ready() {
 void subscriber::on_down() {
   std::lock_guard lk(mu_);
   up_ = false;
+}
+
+void subscriber::on_link(const link_report& r) {
+  client_event e;
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) return;
+    switch (r.what) {
+      case link_report::change::up:
+        // Its first setup is not reported (the command connections' is), only a return.
+        if (!std::exchange(dropped_, false)) return;
+        e.kind = client_event_kind::pubsub_connected;
+        e.detail = count_of(resubscribing_) + " subscribed again";
+        break;
+      case link_report::change::down: {
+        // Only while it served listeners: an idle one's drop cost nobody a message.
+        if (listeners_.empty()) return;
+        dropped_ = true;
+        e.kind = client_event_kind::pubsub_disconnected;
+        // The channels it carried: those confirmed, which on_down() has not dropped.
+        const std::size_t carried = table_.active_channels();
+        e.detail = r.detail + (r.detail.empty() ? "" : "; ") + count_of(carried) +
+                   " carried (their waiters wake at their own bounds until they are subscribed "
+                   "again)";
+        break;
+      }
+      case link_report::change::connect_failed:
+        return;
+    }
+  }
+  e.server = r.server;
+  e.error = r.error;
+  events_->emit(std::move(e));
 }
 
 void subscriber::on_push(const reply& r) {

@@ -24,6 +24,7 @@
 
 #include "detail/channel_table.hpp"
 #include "detail/connection.hpp"
+#include "detail/event_sink.hpp"
 
 namespace rlock::detail {
 
@@ -47,7 +48,10 @@ using moved_handler =
 
 class subscriber : public std::enable_shared_from_this<subscriber> {
  public:
-  subscriber(asio::io_context& io, connection_options opts);
+  /// `events`, when given and wanted: where this subscriber's connection reports its drops and
+  /// its returns after one (client_event_kind::pubsub_disconnected, pubsub_connected).
+  subscriber(asio::io_context& io, connection_options opts,
+             std::shared_ptr<event_sink> events = nullptr);
   void start();
   /// Fails pending subscriptions with errc::shutdown and closes the connection.
   void close();
@@ -80,6 +84,8 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   void on_refused(std::string_view text);
   void on_ready();
   void on_down();
+  /// The connection's link reports, as client events (events_).
+  void on_link(const link_report& r);
   /// Carries out the table's actions; called with mu_ held, returns callbacks to run unlocked.
   std::vector<std::function<void()>> apply_locked(channel_table::actions& a);
 
@@ -102,6 +108,12 @@ class subscriber : public std::enable_shared_from_this<subscriber> {
   // only then.
   bool up_ = false;
   bool closed_ = false;
+  // Null when no one wants the client's events.
+  std::shared_ptr<event_sink> events_;
+  // The connection dropped since it was last set up (pubsub_connected is reported on its return).
+  bool dropped_ = false;
+  // The channels on_ready() subscribed again, for the event that follows it.
+  std::size_t resubscribing_ = 0;
   moved_handler moved_;
   // Listeners handed to moved_ whose new subscription is not made yet, and those made: the id
   // here stands for the subscription there (unsubscribe(id) ends it).

@@ -82,6 +82,45 @@ TEST(client_events, a_dropped_link_is_reported_down_and_up_again) {
   EXPECT_EQ(rec.kinds(), "connected disconnected connected");
 }
 
+// A pub/sub connection that serves a waiter reports its drop and its return (the command
+// link, untouched, reports nothing), and the waiter, subscribed again, hears the unlock; one
+// that serves nobody reports neither (the test above: its drop is not in the kinds).
+TEST(client_events, a_pubsub_drop_under_a_waiter_is_reported_with_its_channels) {
+  redis_server server;
+  event_recorder rec;
+  client c(recorded_config(server, rec));
+  ASSERT_TRUE(rec.wait_for(client_event_kind::connected, 10s));
+  client holder(config_for(server));
+  auto held = holder.get_lock("events-pubsub");
+  held.lock();
+  auto waited = std::async(std::launch::async, [&] {
+    auto l = c.get_lock("events-pubsub");
+    const bool got = l.try_lock(30s);
+    if (got) l.unlock();
+    return got;
+  });
+  ASSERT_TRUE(wait_until([&] { return c.stats().channels == 1; }, 10s));
+  // Only connections in pub/sub mode: the waiter's, not the command link.
+  server.cli({"CLIENT", "KILL", "TYPE", "pubsub"});
+  const auto down = rec.wait_for(client_event_kind::pubsub_disconnected, 10s);
+  ASSERT_TRUE(down) << rec.kinds();
+  EXPECT_EQ(down->server, server.url());
+  EXPECT_TRUE(down->error) << describe(*down);
+  EXPECT_NE(down->detail.find("1 channel carried"), std::string::npos) << describe(*down);
+  EXPECT_TRUE(describe(*down).starts_with("pub/sub disconnected from " + server.url() + ": "))
+      << describe(*down);
+  const auto up = rec.wait_for(client_event_kind::pubsub_connected, 10s);
+  ASSERT_TRUE(up) << rec.kinds();
+  EXPECT_EQ(up->server, server.url());
+  EXPECT_EQ(describe(*up), "pub/sub connected to " + server.url() + ": 1 channel subscribed again");
+  ASSERT_TRUE(wait_until([&] { return c.stats().channels == 1; }, 10s));
+  held.unlock();
+  ASSERT_EQ(waited.wait_for(20s), std::future_status::ready);
+  EXPECT_TRUE(waited.get());
+  c.shutdown();
+  EXPECT_EQ(rec.kinds(), "connected pubsub_disconnected pubsub_connected");
+}
+
 // A server that may evict keys under memory pressure may evict held locks (volatile-ttl: the
 // shortest TTLs first, and a held lock's is short). The link's `connected` event says so; a
 // server with noeviction (the default, in the tests above) gets no warning.

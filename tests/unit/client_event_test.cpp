@@ -17,12 +17,14 @@ TEST(client_event, every_kind_has_its_own_name) {
       client_event_kind::connected,        client_event_kind::disconnected,
       client_event_kind::connect_failed,   client_event_kind::master_switched,
       client_event_kind::topology_changed, client_event_kind::script_reloaded,
-      client_event_kind::lock_lost};
+      client_event_kind::lock_lost,        client_event_kind::pubsub_disconnected,
+      client_event_kind::pubsub_connected};
   std::set<std::string> names;
   for (const client_event_kind k : kinds) names.emplace(to_string(k));
   EXPECT_EQ(names.size(), std::size(kinds));
   EXPECT_EQ(to_string(client_event_kind::connect_failed), "connect_failed");
   EXPECT_EQ(to_string(client_event_kind::lock_lost), "lock_lost");
+  EXPECT_EQ(to_string(client_event_kind::pubsub_disconnected), "pubsub_disconnected");
 }
 
 TEST(client_event, describe_gives_the_server_the_code_and_the_detail) {
@@ -94,6 +96,18 @@ TEST(client_event, describe_gives_the_server_the_code_and_the_detail) {
                       .detail = "its lease ran out while it was held"}),
             "lost lock 'orders': " + make_error_code(errc::lock_lost).message() +
                 " (its lease ran out while it was held)");
+  EXPECT_EQ(describe({.kind = client_event_kind::pubsub_disconnected,
+                      .server = url,
+                      .object = {},
+                      .error = make_error_code(errc::connection_lost),
+                      .detail = "closed by the server; 1 channel carried"}),
+            "pub/sub disconnected from " + url + ": closed by the server; 1 channel carried");
+  EXPECT_EQ(describe({.kind = client_event_kind::pubsub_connected,
+                      .server = url,
+                      .object = {},
+                      .error = {},
+                      .detail = "2 channels subscribed again"}),
+            "pub/sub connected to " + url + ": 2 channels subscribed again");
 }
 
 }  // namespace
