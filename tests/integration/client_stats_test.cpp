@@ -211,11 +211,15 @@ TEST(client_stats, the_counts_stay_after_shutdown_and_the_gauges_are_zero) {
   client c(config_for(server));
   auto l = c.get_lock("stats-shutdown");
   l.lock();
+  // Both connections set up (the command one and the pub/sub one, which the lock did not
+  // wait for): the counts taken now are final.
+  ASSERT_TRUE(wait_until([&] { return both_connected(c); }, 10s));
   const client_stats held = c.stats();
   EXPECT_EQ(held.holds_watched, 1U);
   EXPECT_GE(held.requests, 1U);
   c.shutdown();
   const client_stats after = c.stats();
+  EXPECT_EQ(c.stats().connects, after.connects);
   EXPECT_GE(after.requests, held.requests);
   EXPECT_EQ(after.connects, held.connects);
   EXPECT_EQ(after.holds_watched, 0U);
