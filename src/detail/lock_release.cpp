@@ -40,11 +40,10 @@ void lock_service::send_unlock(unlock_request r, exec_callback done) {
   opts.close_unknown = true;
   opts.fence = std::move(r.fence);
   opts.completes_on_caller = r.completes_on_caller;
-  if (r.sync_replicas) {
+  if (r.sync_replicas && r.confirm) {
+    ask_replicas_until_confirmed(cfg, opts);
+  } else if (r.sync_replicas) {
     ask_replicas(cfg, opts);
-    // A release the replicas did not confirm is sent again, whole, with its latch: the replay
-    // only refreshes the latch, and its WAIT covers the first run (lock_unlock.lua).
-    if (r.confirm) opts.confirm_tries = cfg.replica_sync_tries;
   }
   const bool spin = r.kind == lock_kind::spin;
   const bool fair = r.kind == lock_kind::fair;

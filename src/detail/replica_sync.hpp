@@ -28,6 +28,15 @@ inline void ask_replicas(const config& cfg, exec_options& opts) {
   opts.sync_timeout = cfg.replica_sync_timeout;
 }
 
+/// ask_replicas for an unlock, which is sent again, whole, while the replicas do not confirm it
+/// (exec_options::confirm_tries: config::replica_sync_tries sends in all). Only for a script
+/// whose replay, its latch found, changes nothing but still writes (the latch's TTL), so that
+/// the replay's WAIT covers the first run (lock_unlock.lua, rwlock_unlock.lua).
+inline void ask_replicas_until_confirmed(const config& cfg, exec_options& opts) {
+  ask_replicas(cfg, opts);
+  opts.confirm_tries = cfg.replica_sync_tries;
+}
+
 /// True when `r` needs no acknowledgement under `cfg`, or got enough of them: N of them, or
 /// under config::all_connected_replicas one, or none with no replica connected (then whether
 /// or not the server has WAIT: Redisson skips it where it is unknown, on serverless services).

@@ -38,12 +38,7 @@ void send_unlock(const std::shared_ptr<core>& c, const std::string& raw_name, rw
   const std::string ttl = once_ttl_ms(c->cfg());
   exec_options o = once_options(raw_name);
   o.fence = std::move(fence);
-  if (acquire_latch.empty()) {
-    // A caller's unlock: sent again, whole, while the replicas do not confirm it (the replay
-    // only refreshes the latch, and its WAIT covers the first run: rwlock_unlock.lua).
-    ask_replicas(c->cfg(), o);
-    o.confirm_tries = c->cfg().replica_sync_tries;
-  }
+  if (acquire_latch.empty()) ask_replicas_until_confirmed(c->cfg(), o);  // a caller's unlock
   const std::string_view keys[] = {raw_name, channel, unlock, prefix, acquire_latch};
   const std::string_view args[] = {mode_arg(mode), owner, lease_ms, ttl};
   c->eval(rwlock_unlock_script(), std::span(keys, acquire_latch.empty() ? 4 : 5), args, o,
