@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "detail/lock_service.hpp"
 #include "detail/lock_service_op.hpp"
@@ -21,6 +22,21 @@ std::shared_ptr<lock_service::op> lock_service::next_parked_locked(
   acquiring_.emplace(key, next);
   return next;
 }
+
+namespace {
+
+// The error text of an acquire that reached its deadline parked (never sent): behind its
+// owner's undo of an earlier acquire, or behind its owner's acquire in flight.
+std::string parked_timeout_detail(bool behind_undo) {
+  if (behind_undo) {
+    return "not tried: until the deadline it waited for the undo of this owner's earlier "
+           "acquire, whose outcome is unknown, and the server has not answered that undo yet";
+  }
+  return "not tried: until the deadline it waited for this owner's acquire already in flight "
+         "to end";
+}
+
+}  // namespace
 
 void lock_service::park_locked(const std::shared_ptr<op>& o) {
   // A parked acquire has not started: its own deadline and stop request still end it.
@@ -46,17 +62,25 @@ void lock_service::park_locked(const std::shared_ptr<op>& o) {
 }
 
 void lock_service::unpark(const std::shared_ptr<op>& o, errc why) {
+  bool behind_undo = false;
   {
     std::lock_guard lk(mu_);
-    auto it = after_undo_.find(std::make_pair(o->req.raw_name, o->req.owner_id));
+    const auto key = std::make_pair(o->req.raw_name, o->req.owner_id);
+    auto it = after_undo_.find(key);
     if (it == after_undo_.end()) return;
     const auto n = std::erase(it->second, o);
     if (it->second.empty()) after_undo_.erase(it);
     if (n == 0) return;  // started meanwhile: its state machine has the deadline now
+    behind_undo = undo_in_flight_.count(key) != 0;
   }
   o->timer.cancel();
   o->stop_cb.reset();
   auto done = std::move(o->done);
+  if (why == errc::timeout && o->req.error_detail != nullptr) {
+    // Never sent: say what it waited for, or the caller sees a bare timeout with nothing to
+    // tell it from a server that did not answer the acquire itself.
+    *o->req.error_detail = parked_timeout_detail(behind_undo);
+  }
   if (why == errc::timeout && o->req.unconfirmed_tries > 0) {
     // A try again (the replicas did not confirm the last try) whose deadline came while the
     // last try was being undone: that try's error stands.

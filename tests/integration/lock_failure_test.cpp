@@ -81,6 +81,39 @@ TEST(lock_failure, paused_server_mid_wait_returns_within_the_budget) {
   EXPECT_LT(took, 1500 + 400) << "the wait budget bounds every step; ec=" << ec.message();
 }
 
+// A try whose reply the deadline cut off leaves its outcome unknown: it is undone in the
+// background, and the same owner's next acquire starts only once that undo has landed. One that
+// reaches its deadline before then was never sent, and says what it waited for.
+TEST(lock_failure, an_acquire_behind_an_unanswered_undo_says_so_at_its_deadline) {
+  redis_server server;
+  client c(config_for(server));
+  auto l = c.get_lock("parked");
+  l.lock();  // connected, scripts loaded
+  l.unlock_or_throw();
+  server.pause();
+  const auto outcome = [&] {
+    const auto t0 = steady::now();
+    try {
+      return std::tuple{l.try_lock(150ms) ? std::string("acquired") : std::string("false"),
+                        std::error_code{}, ms_since(t0)};
+    } catch (const error& e) {
+      return std::tuple{std::string(e.what()), e.code(), ms_since(t0)};
+    }
+  };
+  const auto [first, first_ec, first_took] = outcome();
+  EXPECT_EQ(first_ec, make_error_code(errc::timeout)) << first;
+  EXPECT_NE(first.find("no reply"), std::string::npos) << first;
+  const auto [second, second_ec, second_took] = outcome();
+  EXPECT_EQ(second_ec, make_error_code(errc::timeout)) << second;
+  EXPECT_NE(second.find("waited for the undo of this owner's earlier acquire"), std::string::npos)
+      << second;
+  EXPECT_LT(second_took, 150 + 300) << second;
+  server.resume();
+  ASSERT_TRUE(l.try_lock(5s));  // the undo lands, then this owner's acquire goes out
+  l.unlock_or_throw();
+  EXPECT_TRUE(wait_until([&] { return server.cli({"EXISTS", "parked"}) == "0"; }, 3s));
+}
+
 TEST(lock_failure, stop_request_ends_the_wait_and_leaves_nothing_held) {
   redis_server server;
   client a(config_for(server));
