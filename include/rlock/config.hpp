@@ -252,7 +252,12 @@ struct config {
   /// PING unanswered within `timeout` drops the connection as hung (subscriptions are then
   /// renewed on a new one and their listeners told). 0 turns them off.
   std::chrono::milliseconds ping_connection_interval = 30000ms;
-  /// Back-off bounds for reconnecting a dropped connection (rlock defaults).
+  /// Back-off bounds for reconnecting (rlock defaults): after a failed connect, doubling from
+  /// min to max with jitter, and after a connection dropped within a second of its setup. One
+  /// that had been up for longer (closed by CLIENT KILL, by a server or proxy, by a failover
+  /// demoting the master) is connected again at once, and requests not yet written wait for it
+  /// within their deadlines instead of failing with errc::not_connected and waiting out a
+  /// retry delay; requests written and unanswered fail as their outcome is unknown.
   std::chrono::milliseconds reconnect_delay_min = 50ms;
   std::chrono::milliseconds reconnect_delay_max = 2000ms;
 

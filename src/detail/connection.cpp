@@ -70,7 +70,7 @@ void connection::submit(request r) {
     });
     return;
   }
-  if (state_ == state::backoff && !moving_) {
+  if (state_ == state::backoff && !queue_for_connect_) {
     // Not connected: fail fast with the reason; the caller's retry policy decides what next.
     // (idle means start() was called and the connect is about to begin: such requests queue,
     // as they do while connecting.)
@@ -228,19 +228,34 @@ void connection::drop(std::uint64_t gen, std::error_code ec, std::string detail)
     }
     clear_awaiting_locked();
     server_client_.reset();
-    for (auto& e : pending_) {
-      if (e.req.done) {
-        done.emplace_back(std::move(e.req.done),
-                          exec_failure(make_error_code(errc::not_connected), false, detail));
+    // A link that was up for a while (CLIENT KILL, a server or proxy closing connections, a
+    // failover demoting the master) connects again at once, and the requests not written yet
+    // wait for it, within their deadlines, as for the first connect: they would otherwise fail
+    // with not_connected and wait out a retry delay (retry_delay_base's jitter, up to seconds)
+    // for a link back within milliseconds. One that drops sooner backs off. (A pub/sub
+    // connection's subscriber sends nothing while it is down and subscribes every channel
+    // again once it is up: a SUBSCRIBE kept, or queued meanwhile, would go out twice.)
+    const bool at_once = was_ready && clock::now() - ready_at_ >= stable_link;
+    const bool keep_unwritten = at_once && !opts_.pubsub;
+    if (!keep_unwritten) {
+      for (auto& e : pending_) {
+        if (e.req.done) {
+          done.emplace_back(std::move(e.req.done),
+                            exec_failure(make_error_code(errc::not_connected), false, detail));
+        }
       }
+      pending_.clear();
     }
-    pending_.clear();
     writing_ = false;
     last_error_ = make_error_code(errc::not_connected);
     last_error_detail_ = detail;
     sticky_error_ = false;
-    if (was_ready) failures_ = 0;
-    schedule_reconnect_locked();
+    if (at_once) {
+      queue_for_connect_ = keep_unwritten;
+      reconnect_at_once_locked();
+    } else {
+      schedule_reconnect_locked();
+    }
   }
   run(done);
   if (!was_ready) return;

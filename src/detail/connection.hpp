@@ -292,6 +292,8 @@ class connection : public std::enable_shared_from_this<connection> {
   exec_result unknown_outcome_locked(std::error_code ec, std::string detail) const;
   void drop(std::uint64_t gen, std::error_code ec, std::string detail);
   void schedule_reconnect_locked();
+  /// The same, without the back-off (a drop after stable_link).
+  void reconnect_at_once_locked();
   void arm_deadline_locked(clock::time_point tp);
   void on_deadline(std::error_code ec);
   void on_ping_timer(std::error_code ec);
@@ -343,9 +345,10 @@ class connection : public std::enable_shared_from_this<connection> {
   std::error_code last_error_;
   std::string last_error_detail_;
   bool sticky_error_ = false;  // a failure that does not fix itself: fail fast until reconnected
-  // master_switched() came in the back-off: requests queue for the move's connect instead of
-  // failing fast (cleared when a connect begins).
-  bool moving_ = false;
+  // Requests queue for the coming connect instead of failing fast (cleared when a connect
+  // begins): master_switched() came in the back-off, or a link that had been up for
+  // stable_link dropped and connects again at once (drop()).
+  bool queue_for_connect_ = false;
   // This generation's connection as the server knows it (CLIENT INFO during setup); empty
   // until then, after a drop, and when the server would not tell.
   std::optional<server_client> server_client_;
@@ -356,7 +359,16 @@ class connection : public std::enable_shared_from_this<connection> {
   // closes on the server (send_setup); at most max_left_behind, the latest.
   std::vector<server_client> left_behind_;
   static constexpr std::size_t max_left_behind = 8;
+  // Connects failed in a row since the link was last up: the back-off grows with them
+  // (schedule_reconnect_locked).
   int failures_ = 0;
+  // When the link was last set up (become_ready).
+  clock::time_point ready_at_{};
+  // A link up for at least this long that drops reconnects at once, keeping the requests not
+  // yet written for the new link; one that drops sooner waits reconnect_delay_min's jitter
+  // first, as before, so that a server (or a proxy) that closes each connection soon after
+  // its setup is not met with a connect loop.
+  static constexpr std::chrono::seconds stable_link{1};
   // Sentinel mode, on the strand: the connection to the Sentinel being asked, and the index of
   // the Sentinel to ask first (the one that answered last).
   std::shared_ptr<connection> sentinel_query_;

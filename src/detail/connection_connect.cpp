@@ -44,7 +44,7 @@ void connection::do_connect() {
     std::lock_guard lk(mu_);
     if (state_ == state::closed) return;
     state_ = state::connecting;
-    moving_ = false;
+    queue_for_connect_ = false;
     gen = ++generation_;
     reader_.reset();
     server_client_.reset();
@@ -323,6 +323,7 @@ void connection::become_ready(std::uint64_t gen) {
     std::unique_lock lk(mu_);
     if (gen != generation_ || state_ != state::connecting) return;
     state_ = state::ready;
+    ready_at_ = clock::now();
     failures_ = 0;
     last_error_.clear();
     last_error_detail_.clear();
@@ -348,6 +349,14 @@ void connection::become_ready(std::uint64_t gen) {
                        .error = {},
                        .detail = std::move(warning)});
   }
+}
+
+void connection::reconnect_at_once_locked() {
+  state_ = state::backoff;
+  reconnect_timer_.expires_after(std::chrono::milliseconds(0));
+  reconnect_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+    if (!ec) self->do_connect();
+  });
 }
 
 void connection::schedule_reconnect_locked() {

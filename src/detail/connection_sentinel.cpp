@@ -105,7 +105,7 @@ void connection::master_switched(std::string host, std::uint16_t port, std::stri
     // From now on, until the move's connect begins, requests wait for it instead of failing
     // fast with the old server's failure (a caller told of the move resends at once).
     std::lock_guard lk(mu_);
-    if (state_ == state::backoff) moving_ = true;
+    if (state_ == state::backoff) queue_for_connect_ = true;
   }
   asio::post(strand_, [self = shared_from_this(), host = std::move(host), port,
                        detail = std::move(detail)]() mutable {

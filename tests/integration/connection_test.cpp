@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "support/event_recorder.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
@@ -55,6 +56,35 @@ TEST(connection, thirty_two_threads_share_one_connection_and_get_their_own_repli
   auto list = server.cli({"CLIENT", "LIST"});
   const auto connections = std::count(list.begin(), list.end(), '\n');
   EXPECT_LE(connections, 3) << list;
+}
+
+// A link that has been up for a while and drops (CLIENT KILL here; a server or proxy closing
+// connections, a failover demoting the master) is connected again at once, not after the
+// reconnect back-off, and a request made meanwhile waits for it instead of failing with
+// not_connected and waiting out a retry delay.
+TEST(connection, a_link_up_for_a_while_that_drops_is_connected_again_at_once) {
+  redis_server server;
+  event_recorder rec;
+  config cfg = config_for(server);
+  cfg.on_event = rec.handler();
+  cfg.reconnect_delay_min = 20s;  // a back-off, or a retry's delay, would outlast the test
+  cfg.reconnect_delay_max = 20s;
+  cfg.retry_delay_base = 20s;
+  cfg.retry_delay_max = 20s;
+  client c(cfg);
+  auto l = c.get_lock("at-once");
+  l.lock();
+  l.unlock_or_throw();
+  // Up for longer than the 1 s under which a drop counts as a server closing what it accepts,
+  // and is backed off from.
+  std::this_thread::sleep_for(1100ms);
+  server.cli({"CLIENT", "KILL", "TYPE", "normal"});
+  ASSERT_TRUE(rec.wait_for(client_event_kind::disconnected, 10s)) << rec.kinds();
+  const auto t0 = steady::now();
+  EXPECT_TRUE(l.try_lock(5s));
+  EXPECT_LT(ms_since(t0), 2000);
+  l.unlock_or_throw();
+  EXPECT_EQ(rec.kinds(), "connected disconnected connected");
 }
 
 TEST(connection, script_survives_script_flush) {
