@@ -252,7 +252,7 @@ void connection::drop(std::uint64_t gen, std::error_code ec, std::string detail)
     sticky_error_ = false;
     if (at_once) {
       queue_for_connect_ = keep_unwritten;
-      reconnect_at_once_locked();
+      arm_reconnect_locked(std::chrono::milliseconds(0));
     } else {
       schedule_reconnect_locked();
     }

@@ -291,9 +291,11 @@ class connection : public std::enable_shared_from_this<connection> {
   /// connection on the server (exec_result::unknown_on) when its setup learnt it.
   exec_result unknown_outcome_locked(std::error_code ec, std::string detail) const;
   void drop(std::uint64_t gen, std::error_code ec, std::string detail);
+  /// Reconnects after the back-off's jittered delay, which grows with failures_.
   void schedule_reconnect_locked();
-  /// The same, without the back-off (a drop after stable_link).
-  void reconnect_at_once_locked();
+  /// Enters state::backoff and connects again after `delay` (0: at once, for a drop after
+  /// stable_link).
+  void arm_reconnect_locked(std::chrono::milliseconds delay);
   void arm_deadline_locked(clock::time_point tp);
   void on_deadline(std::error_code ec);
   void on_ping_timer(std::error_code ec);

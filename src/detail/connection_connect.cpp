@@ -351,22 +351,18 @@ void connection::become_ready(std::uint64_t gen) {
   }
 }
 
-void connection::reconnect_at_once_locked() {
-  state_ = state::backoff;
-  reconnect_timer_.expires_after(std::chrono::milliseconds(0));
-  reconnect_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
-    if (!ec) self->do_connect();
-  });
-}
-
 void connection::schedule_reconnect_locked() {
-  state_ = state::backoff;
   ++failures_;
   long long ms = opts_.reconnect_delay_min.count();
   for (int i = 1; i < failures_ && ms < opts_.reconnect_delay_max.count(); ++i) ms *= 2;
   ms = std::min<long long>(ms, opts_.reconnect_delay_max.count());
   std::uniform_int_distribution<long long> jitter(ms / 2, ms);
-  reconnect_timer_.expires_after(std::chrono::milliseconds(jitter(rng_)));
+  arm_reconnect_locked(std::chrono::milliseconds(jitter(rng_)));
+}
+
+void connection::arm_reconnect_locked(std::chrono::milliseconds delay) {
+  state_ = state::backoff;
+  reconnect_timer_.expires_after(delay);
   reconnect_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
     if (!ec) self->do_connect();
   });

@@ -76,11 +76,6 @@ void lock_service::unpark(const std::shared_ptr<op>& o, errc why) {
   o->timer.cancel();
   o->stop_cb.reset();
   auto done = std::move(o->done);
-  if (why == errc::timeout && o->req.error_detail != nullptr) {
-    // Never sent: say what it waited for, or the caller sees a bare timeout with nothing to
-    // tell it from a server that did not answer the acquire itself.
-    *o->req.error_detail = parked_timeout_detail(behind_undo);
-  }
   if (why == errc::timeout && o->req.unconfirmed_tries > 0) {
     // A try again (the replicas did not confirm the last try) whose deadline came while the
     // last try was being undone: that try's error stands.
@@ -88,6 +83,10 @@ void lock_service::unpark(const std::shared_ptr<op>& o, errc why) {
     if (o->req.error_detail != nullptr) {
       *o->req.error_detail = after_tries(o->req.unconfirmed_detail, o->req.unconfirmed_tries);
     }
+  } else if (why == errc::timeout && o->req.error_detail != nullptr) {
+    // Never sent: say what it waited for, or the caller sees a bare timeout with nothing to
+    // tell it from a server that did not answer the acquire itself.
+    *o->req.error_detail = parked_timeout_detail(behind_undo);
   }
   if (done) done(make_error_code(why), false);
 }
