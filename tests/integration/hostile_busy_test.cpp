@@ -119,6 +119,7 @@ TEST(hostile_busy, every_kind_of_wait_ends_by_its_deadline_while_the_server_is_b
   auto rw = c.get_read_write_lock("busy-rw");
   auto pes = c.get_permit_expirable_semaphore("busy-pes");
   const std::string keys = server.cli({"DBSIZE"});
+  const std::string names = server.cli({"KEYS", "*"});
 
   busy_spell spell(server, 8s);
   const auto wait = 1000ms;
@@ -131,7 +132,9 @@ TEST(hostile_busy, every_kind_of_wait_ends_by_its_deadline_while_the_server_is_b
         run_bounded([&] { return pes.try_acquire_for(wait).has_value(); }));
   check("latch", run_bounded([&] { return latch.await_for(wait); }));
   spell.wait_end();
-  EXPECT_EQ(server.cli({"DBSIZE"}), keys) << "nothing ran";
+  EXPECT_EQ(server.cli({"DBSIZE"}), keys) << "nothing ran; keys before:\n"
+                                          << names << "\nafter:\n"
+                                          << server.cli({"KEYS", "*"});
 }
 
 TEST(hostile_busy, a_client_that_connects_during_a_spell_says_the_server_is_busy) {
