@@ -35,6 +35,9 @@ TEST(unwritten_requests, queued_behind_a_stalled_write_go_out_on_the_next_connec
   cfg.reconnect_delay_max = 20s;
   cfg.retry_delay_base = 20s;
   cfg.retry_delay_max = 20s;
+  // Declared before the client: if the test stops early, the SET's handler may still run at the
+  // client's shutdown.
+  std::promise<std::error_code> big_done;
   client c(cfg);
   auto l = c.get_lock("unwritten");
   l.lock();
@@ -46,7 +49,6 @@ TEST(unwritten_requests, queued_behind_a_stalled_write_go_out_on_the_next_connec
   const std::uint64_t attempts = c.stats().attempts;
   // More than the frozen link's socket buffers hold (4 MiB to send and 32 MiB to receive at
   // most, Debian's defaults): the write stalls part way, and what comes next queues behind it.
-  std::promise<std::error_code> big_done;
   c.async_execute({"SET", "big", std::string(std::size_t{48} << 20U, 'x')},
                   [&big_done](std::error_code ec, const reply&) { big_done.set_value(ec); });
   auto locked = test::try_lock_then_unlock_async(l, 10s);
