@@ -58,6 +58,15 @@ inline exec_result exec_failure(std::error_code ec, bool written, std::string de
   return r;
 }
 
+/// True when `r` failed and its request may still have run, or may yet run: an attempt was
+/// written and no reply proved that it did not run, or an earlier attempt may have run. A reply
+/// that the server gives without running the command (BUSY, LOADING, NOREPLICAS and the like:
+/// errc::server_busy) proves it; an error reply of a script proves nothing (a script may have
+/// written before it failed).
+inline bool outcome_unknown(const exec_result& r) {
+  return r.ec && ((r.written && r.ec != errc::server_busy) || r.earlier_attempt_may_have_run);
+}
+
 /// Maps an error reply's text (e.g. "WRONGTYPE Operation against ...") to an rlock code.
 /// `from_script` marks replies of EVAL/EVALSHA, whose generic errors are script errors.
 inline errc classify_server_error(std::string_view text, bool from_script) {

@@ -173,7 +173,7 @@ void expirable_semaphore_service::acquire(std::string raw_name, std::int64_t per
     c->eval(expirable_semaphore_acquire_script(), keys, args, o,
             [c, key, ids, then = std::move(then)](exec_result r) {
               attempt_outcome out;
-              const bool unknown = r.ec && r.written;
+              const bool unknown = outcome_unknown(r);
               out.ec = r.ec;
               out.detail = r.detail;
               if (!r.ec && (!r.value.is_array() || r.value.size() != 2 ||

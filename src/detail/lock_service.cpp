@@ -304,25 +304,29 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
       auto it = self->entries_.find(o->req.raw_name);
       if (it != self->entries_.end()) self->arm_refresh_locked(o->req.raw_name, it->second);
     }
-    const bool written = res.written;
+    // Answered, or written with no reply that proves it did not run (BUSY does).
+    const bool ran = !res.ec || outcome_unknown(res);
     const auto sent_at = res.sent_at;
     std::string detail = r.ec ? std::move(res.detail) : std::string();
     std::vector<server_client> unknown_on = std::move(res.unknown_on);
-    self->step(o, [&self, o, r, written, server_ms, sent_at, &detail, &unknown_on](acquire_fsm& f) {
+    self->step(o, [&self, o, r, ran, server_ms, sent_at, &detail, &unknown_on](acquire_fsm& f) {
       add_unique(o->unknown_on, std::move(unknown_on));
       acquire_fsm::reply answer = r;
       if (!r.acquired && !r.ec && o->prior_count > 0) {
         self->reentry_found_lock_gone(o);
         answer.hold_gone = true;
       }
-      o->last_written = written;
+      o->last_written = ran;
+      if (ran) o->may_have_run = true;
       if (r.ec) {
         o->last_error = r.ec;
         o->last_error_detail = std::move(detail);
       }
-      // Another cluster node serves the lock's slot: this attempt did not run, and a leave or
-      // undo sent here would be redirected as well (see acquire_fsm::on_reply).
-      if (r.ec == errc::cluster_redirect) o->enqueued = false;
+      // Nothing to leave: another cluster node serves the lock's slot (this attempt did not
+      // run, and a leave or undo sent here would be redirected as well, see
+      // acquire_fsm::on_reply), or no attempt of this acquire may have run at all (each was
+      // refused by a busy server, or never reached it).
+      if (r.ec == errc::cluster_redirect || !o->may_have_run) o->enqueued = false;
       // A resent attempt's lease starts at its own send time, not the first attempt's.
       if (sent_at != clock::time_point{}) o->sent_at = sent_at;
       if (server_ms >= 0) {

@@ -36,7 +36,11 @@ struct lock_service::op : std::enable_shared_from_this<op> {
   std::uint64_t watchdog_id = 0;
   bool watchdog_added_here = false;
   clock::time_point sent_at;
+  // The latest attempt may have run: it was answered, or written with no reply that proves it
+  // did not run (server_busy does).
   bool last_written = false;
+  // Some attempt of this acquire may have run (as last_written, for any of them).
+  bool may_have_run = false;
   // Where attempts of this acquire were written whose outcome is unknown: its undo closes them
   // on the server first, so that none of them runs after the undo.
   std::vector<server_client> unknown_on;

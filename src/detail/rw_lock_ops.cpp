@@ -135,7 +135,7 @@ void rw_lock_service::acquire(rw_acquire_request req, done_flag done) {
     c->eval(rwlock_acquire_script(), keys, args, o,
             [c, key, mode, owner, latch, lease, sent_at, then = std::move(then)](exec_result r) {
               attempt_outcome out;
-              const bool unknown = r.ec && r.written;
+              const bool unknown = outcome_unknown(r);
               out.ec = r.ec;
               out.detail = r.detail;
               if (!r.ec && !r.value.is_nil() && !r.value.is_integer()) {

@@ -84,7 +84,7 @@ void semaphore_service::acquire(
     c->eval(semaphore_acquire_script(), keys, args, o,
             [c, key, permits, latch, then = std::move(then)](exec_result r) {
               attempt_outcome out;
-              const bool unknown = r.ec && r.written;
+              const bool unknown = outcome_unknown(r);
               out.ec = r.ec;
               out.detail = r.detail;
               if (!r.ec && !r.value.is_integer()) {

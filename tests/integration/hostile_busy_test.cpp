@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
+#include <future>
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "common.hpp"
 #include "hostile_common.hpp"
@@ -68,6 +71,29 @@ class busy_spell {
   bool ended_ = false;
 };
 
+// One object of each kind that waits on a channel, on `c`: a semaphore with no permits and a
+// latch at 1 (waits on them wait), a read-write lock and a permit-expirable semaphore. Once
+// the set calls' request keys are deleted (answered: within 200 ms), the server holds 2 keys,
+// the semaphore's and the latch's. (Counted before that, a DEL landing during a test would
+// change the count.)
+struct waiting_objects {
+  waiting_objects(const client& c, const redis_server& server)
+      : sem(c.get_semaphore("busy-sem")),
+        latch(c.get_countdown_latch("busy-latch")),
+        rw(c.get_read_write_lock("busy-rw")),
+        pes(c.get_permit_expirable_semaphore("busy-pes")) {
+    EXPECT_TRUE(sem.try_set_permits(0));
+    EXPECT_TRUE(latch.try_set_count(1));
+    EXPECT_TRUE(wait_until([&] { return server.cli({"DBSIZE"}) == "2"; }, 5s))
+        << server.cli({"KEYS", "*"});
+  }
+
+  semaphore sem;
+  countdown_latch latch;
+  read_write_lock rw;
+  permit_expirable_semaphore pes;
+};
+
 // Tests with redisson_delays: its 1-2 s between attempts are longer than their waits, so only
 // the deadline rule can fit a retry into them.
 
@@ -112,29 +138,78 @@ TEST(hostile_busy, a_wait_that_ends_while_the_server_is_busy_reports_server_busy
 TEST(hostile_busy, every_kind_of_wait_ends_by_its_deadline_while_the_server_is_busy) {
   redis_server server;
   client c(redisson_delays(server));
-  auto sem = c.get_semaphore("busy-sem");
-  ASSERT_TRUE(sem.try_set_permits(0));
-  auto latch = c.get_countdown_latch("busy-latch");
-  ASSERT_TRUE(latch.try_set_count(1));
-  auto rw = c.get_read_write_lock("busy-rw");
-  auto pes = c.get_permit_expirable_semaphore("busy-pes");
-  const std::string keys = server.cli({"DBSIZE"});
-  const std::string names = server.cli({"KEYS", "*"});
+  waiting_objects w(c, server);
 
   busy_spell spell(server, 8s);
   const auto wait = 1000ms;
   const auto check = [&](const char* what, const outcome& o) {
     expect_busy_until_deadline(what, o, wait, "BUSY");
   };
-  check("semaphore", run_bounded([&] { return sem.try_acquire_for(wait); }));
-  check("write lock", run_bounded([&] { return rw.try_lock_for(wait); }));
+  check("semaphore", run_bounded([&] { return w.sem.try_acquire_for(wait); }));
+  check("write lock", run_bounded([&] { return w.rw.try_lock_for(wait); }));
   check("permit-expirable semaphore",
-        run_bounded([&] { return pes.try_acquire_for(wait).has_value(); }));
-  check("latch", run_bounded([&] { return latch.await_for(wait); }));
+        run_bounded([&] { return w.pes.try_acquire_for(wait).has_value(); }));
+  check("latch", run_bounded([&] { return w.latch.await_for(wait); }));
   spell.wait_end();
-  EXPECT_EQ(server.cli({"DBSIZE"}), keys) << "nothing ran; keys before:\n"
-                                          << names << "\nafter:\n"
-                                          << server.cli({"KEYS", "*"});
+  EXPECT_EQ(server.cli({"DBSIZE"}), "2") << "nothing ran:\n" << server.cli({"KEYS", "*"});
+}
+
+// Scripts the server has run (EVAL and EVALSHA calls; commands it refused with BUSY are
+// counted apart, as rejected_calls).
+long long script_runs(const redis_server& server) {
+  const std::string stats = server.cli({"INFO", "commandstats"});
+  long long runs = 0;
+  for (const char* command : {"cmdstat_eval:calls=", "cmdstat_evalsha:calls="}) {
+    const auto at = stats.find(command);
+    if (at != std::string::npos) runs += std::stoll(stats.substr(at + std::strlen(command)));
+  }
+  return runs;
+}
+
+// A BUSY reply proves that the command did not run, so a wait that ends on one has nothing to
+// undo, and a lock's waiter is in no queue. An undo or leave sent anyway is retried until the
+// spell is over and then runs: a release that finds nothing taken still leaves its request key.
+// Here the spell outlasts the waits by twice the slack, and an undo would be retried for a
+// whole request timeout (3 s) after them.
+TEST(hostile_busy, a_wait_refused_by_a_busy_server_sends_no_undo_that_runs_after_the_spell) {
+  redis_server server;
+  config cfg = config_for(server);
+  // Every request is retried every 50-100 ms until its deadline, into the time after the
+  // spell. (Each try of these kinds has a whole request timeout for its reply.)
+  cfg.retry_attempts = 1000;
+  client c(cfg);
+  // A lock's tries end by its deadline, so they must be few for none to be in flight then (its
+  // outcome unknown, and so undone): the last of these is sent 60 ms before the deadline,
+  // and an undo's retry comes 1-2 s after the first try, after the spell.
+  client slow(redisson_delays(server));
+  waiting_objects w(c, server);
+  auto l = slow.get_lock("busy-lock");
+  const long long runs = script_runs(server);
+
+  const auto wait = 1000ms;
+  busy_spell spell(server, wait + 2 * slack);
+  // All at once, each on its own thread: every wait ends well inside the spell.
+  std::vector<std::pair<const char*, std::future<outcome>>> waits;
+  const auto start = [&](const char* what, auto f) {
+    waits.emplace_back(what, std::async(std::launch::async, [f] { return run_bounded(f); }));
+  };
+  start("semaphore", [&] { return w.sem.try_acquire_for(wait); });
+  start("write lock", [&] { return w.rw.try_lock_for(wait); });
+  start("permit-expirable semaphore", [&] { return w.pes.try_acquire_for(wait).has_value(); });
+  start("latch", [&] { return w.latch.await_for(wait); });
+  start("lock", [&] { return l.try_lock(wait); });
+  for (auto& [what, f] : waits) {
+    const outcome o = f.get();
+    EXPECT_FALSE(o.value) << what;
+    EXPECT_EQ(o.ec, errc::server_busy) << what << ": " << o.what;
+    EXPECT_LT(o.took, (wait + slack).count()) << what;
+  }
+  spell.wait_end();
+  // An undo sent at a wait's end is in flight until it has run, after the spell.
+  EXPECT_TRUE(wait_until(
+      [&] { return c.stats().requests_in_flight + slow.stats().requests_in_flight == 0; }, 10s));
+  EXPECT_EQ(script_runs(server), runs + 1) << "only the spell's script ran";
+  EXPECT_EQ(server.cli({"DBSIZE"}), "2") << "nothing left behind:\n" << server.cli({"KEYS", "*"});
 }
 
 TEST(hostile_busy, a_client_that_connects_during_a_spell_says_the_server_is_busy) {

@@ -33,7 +33,10 @@ using namespace std::chrono_literals;
 using rlock::errc;
 using rlock::detail::classify_server_error;
 using rlock::detail::equal_jitter;
+using rlock::detail::exec_failure;
+using rlock::detail::exec_result;
 using rlock::detail::is_transient;
+using rlock::detail::outcome_unknown;
 using rlock::detail::retry_fsm;
 using kind = retry_fsm::action::kind;
 using clock_type = retry_fsm::clock;
@@ -466,6 +469,29 @@ TEST(equal_jitter, draws_cover_both_halves_of_the_range) {
   // Both ends of the range are reachable.
   EXPECT_EQ(lo, 1000ms);
   EXPECT_EQ(hi, 2000ms);
+}
+
+// Whether a failed request may have run: what decides if an acquire that failed is undone.
+TEST(outcome_unknown, only_a_written_attempt_with_no_proof_that_it_did_not_run_is_unknown) {
+  const auto failed = [](errc e, bool written, bool earlier = false) {
+    exec_result r = exec_failure(make_error_code(e), written);
+    r.earlier_attempt_may_have_run = earlier;
+    return r;
+  };
+  exec_result answered;
+  answered.written = true;
+  EXPECT_FALSE(outcome_unknown(answered)) << "an answer is no failure";
+  EXPECT_FALSE(outcome_unknown(failed(errc::not_connected, false))) << "never sent";
+  EXPECT_TRUE(outcome_unknown(failed(errc::timeout, true))) << "sent, no reply";
+  EXPECT_TRUE(outcome_unknown(failed(errc::connection_lost, true)));
+  // A script's error reply: the script may have written before it failed.
+  EXPECT_TRUE(outcome_unknown(failed(errc::wrong_type, true)));
+  EXPECT_TRUE(outcome_unknown(failed(errc::script_error, true)));
+  // BUSY, LOADING, NOREPLICAS: the server refused the command without running it...
+  EXPECT_FALSE(outcome_unknown(failed(errc::server_busy, true)));
+  // ...but an earlier attempt of the request may have run.
+  EXPECT_TRUE(outcome_unknown(failed(errc::server_busy, true, true)));
+  EXPECT_TRUE(outcome_unknown(failed(errc::not_connected, false, true)));
 }
 
 TEST(equal_jitter, is_deterministic_for_a_seed) {
