@@ -280,7 +280,7 @@ void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   }
   res.earlier_attempt_may_have_run = a->written_once;
   // A server-side BUSY or LOADING reply proves the command did not run.
-  if (res.written && res.ec && res.ec != errc::server_busy) {
+  if (failed_attempt_may_have_run(res.ec, res.written)) {
     a->written_once = true;
     add_unique(a->unknown_on, std::move(res.unknown_on));
   }

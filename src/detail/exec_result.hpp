@@ -58,13 +58,18 @@ inline exec_result exec_failure(std::error_code ec, bool written, std::string de
   return r;
 }
 
-/// True when `r` failed and its request may still have run, or may yet run: an attempt was
-/// written and no reply proved that it did not run, or an earlier attempt may have run. A reply
-/// that the server gives without running the command (BUSY, LOADING, NOREPLICAS and the like:
-/// errc::server_busy) proves it; an error reply of a script proves nothing (a script may have
-/// written before it failed).
+/// True when an attempt that failed with `ec` may have run, or may yet run: it was written, and
+/// no reply proved that it did not run. A reply that the server gives without running the
+/// command (BUSY, LOADING, NOREPLICAS and the like: errc::server_busy) proves it; an error reply
+/// of a script proves nothing (a script may have written before it failed).
+inline bool failed_attempt_may_have_run(std::error_code ec, bool written) {
+  return ec && written && ec != errc::server_busy;
+}
+
+/// True when `r` failed and its request may still have run, or may yet run: its last attempt
+/// (failed_attempt_may_have_run) or an earlier one.
 inline bool outcome_unknown(const exec_result& r) {
-  return r.ec && ((r.written && r.ec != errc::server_busy) || r.earlier_attempt_may_have_run);
+  return r.ec && (failed_attempt_may_have_run(r.ec, r.written) || r.earlier_attempt_may_have_run);
 }
 
 /// Maps an error reply's text (e.g. "WRONGTYPE Operation against ...") to an rlock code.

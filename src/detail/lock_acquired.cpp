@@ -72,7 +72,8 @@ void lock_service::finish(const std::shared_ptr<op>& o, const acquire_fsm::actio
     }
   }
   if (lost_reentry) keep = false;
-  const bool may_hold = stale || lost_reentry || (a.release && (a.acquired || o->last_written));
+  const bool may_hold =
+      stale || lost_reentry || (a.release && (a.acquired || o->last_may_have_run));
   if (may_hold || (!keep && o->enqueued)) release_or_leave(o);
   std::shared_ptr<op> next;
   std::shared_ptr<op> same_owner_next;  // a parked acquire of this owner, free to start now

@@ -84,7 +84,7 @@ void lock_service::shutdown() {
       // An attempt in flight, or one written whose reply said nothing sure, may still be
       // applied: undone (a queued one also leaves the queue) before the core closes (the wait
       // below), not left held for its lease.
-      if (f.attempting()) op->last_written = true;
+      if (f.attempting()) op->last_may_have_run = true;
       a.release = true;
       return a;
     });
@@ -316,7 +316,7 @@ void lock_service::send_acquire(const std::shared_ptr<op>& o, std::unique_lock<s
         self->reentry_found_lock_gone(o);
         answer.hold_gone = true;
       }
-      o->last_written = ran;
+      o->last_may_have_run = ran;
       if (ran) o->may_have_run = true;
       if (r.ec) {
         o->last_error = r.ec;

@@ -38,8 +38,8 @@ struct lock_service::op : std::enable_shared_from_this<op> {
   clock::time_point sent_at;
   // The latest attempt may have run: it was answered, or written with no reply that proves it
   // did not run (server_busy does).
-  bool last_written = false;
-  // Some attempt of this acquire may have run (as last_written, for any of them).
+  bool last_may_have_run = false;
+  // Some attempt of this acquire may have run (as last_may_have_run, for any of them).
   bool may_have_run = false;
   // Where attempts of this acquire were written whose outcome is unknown: its undo closes them
   // on the server first, so that none of them runs after the undo.

@@ -41,8 +41,7 @@ class retry_fsm {
     if (!is_transient(ec)) return {};
     // Once written, any transport failure leaves the outcome unknown. Only a reply from the
     // server itself (LOADING, BUSY: nothing ran) proves the command did not run.
-    const bool outcome_unknown = written && ec != errc::server_busy;
-    if (outcome_unknown && !idempotent_) return {};
+    if (failed_attempt_may_have_run(ec, written) && !idempotent_) return {};
     if (attempts_ >= max_attempts_) return {};
     if (now >= start_by_) return {};
     if (now + next_delay < start_by_) return {action::kind::retry_after, next_delay};
