@@ -12,12 +12,14 @@
 // held or lost)".
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <rlock/client.hpp>
 #include <thread>
 
 #include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
+#include "support/wait.hpp"
 
 namespace rlock::faults {
 namespace {
@@ -36,14 +38,23 @@ TEST(fault_loss_signal, token_is_stopped_when_the_lease_ran_out_before_the_unloc
 
   // The client's only I/O thread is kept busy past the lease by slow user code in a completion
   // handler (what a SIGSTOP, or CPU starvation as in Redisson #2665, does to it).
+  // (2 s: the unlock below must come while it is still busy, after the server's copy of the
+  // lease has run out.)
   std::promise<void> busy;
-  c.async_execute({"PING"}, [&busy](std::error_code, reply) {
+  std::atomic<bool> io_free{false};
+  c.async_execute({"PING"}, [&busy, &io_free](std::error_code, reply) {
     busy.set_value();
-    std::this_thread::sleep_for(700ms);
+    std::this_thread::sleep_for(2000ms);
+    io_free = true;
   });
   busy.get_future().wait();
   std::this_thread::sleep_until(deadline + 100ms);
   ASSERT_GE(steady::now(), l.valid_until()) << "the holder can see that its lease ran out";
+  // And the server's copy has run out too. Its lease started when the server ran the acquire,
+  // after the send that valid_until() counts from: once under TSan with 4 tests at once, the
+  // key was still there 100 ms past valid_until(), and the unlock found it and released it.
+  ASSERT_TRUE(test::wait_until([&] { return server.cli({"EXISTS", "starved"}) == "0"; }, 10s));
+  ASSERT_FALSE(io_free) << "the I/O thread was free before the unlock: nothing to test";
 
   // The holder, which runs first, unlocks: the key expired, so the unlock reports not_owner.
   try {
