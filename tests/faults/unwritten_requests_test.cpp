@@ -35,6 +35,12 @@ TEST(unwritten_requests, queued_behind_a_stalled_write_go_out_on_the_next_connec
   cfg.reconnect_delay_max = 20s;
   cfg.retry_delay_base = 20s;
   cfg.retry_delay_max = 20s;
+  // Nor may a request's own deadline pass before the drop: the SET's would drop the link (a
+  // write stalled past it) and the acquire would go out on the next link, which the test then
+  // kills. Under TSan with 4 tests at once, the steps before the drop took more than the
+  // default 3 s (4 copies of this test at once under TSan: 5 of 8 runs failed at 3 s, 12 of 12
+  // passed at 60 s).
+  cfg.timeout = 60s;
   // Declared before the client: if the test stops early, the SET's handler may still run at the
   // client's shutdown.
   std::promise<std::error_code> big_done;
@@ -51,9 +57,9 @@ TEST(unwritten_requests, queued_behind_a_stalled_write_go_out_on_the_next_connec
   // most, Debian's defaults): the write stalls part way, and what comes next queues behind it.
   c.async_execute({"SET", "big", std::string(std::size_t{48} << 20U, 'x')},
                   [&big_done](std::error_code ec, const reply&) { big_done.set_value(ec); });
-  auto locked = test::try_lock_then_unlock_async(l, 10s);
+  auto locked = test::try_lock_then_unlock_async(l, 60s);
   // The acquire has been handed to the connection (attempts counts it as it is). An event, not
-  // a bound under test: a 5 s limit ran out once under TSan with 4 tests at once.
+  // a bound under test: a 5 s limit ran out under TSan with 4 tests at once.
   ASSERT_TRUE(test::wait_until([&] { return c.stats().attempts == attempts + 2; }, 30s));
 
   // The link's server side goes; thawed, the proxy finds it closed and closes the client's.
