@@ -4,6 +4,11 @@
 //   rlock_lock_example [redis://host:port]
 //
 // With no URL it starts a throwaway redis-server on a free loopback port.
+#include <asio/awaitable.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
 #include <iostream>
 #include <mutex>
 #include <rlock/client.hpp>

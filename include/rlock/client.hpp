@@ -32,7 +32,10 @@
 // delays between attempts (a lock's calls are bounded by their own wait budget instead).
 #pragma once
 
-#include <asio.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
 #include <chrono>
 #include <memory>
 #include <stop_token>

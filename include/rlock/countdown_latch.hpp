@@ -42,7 +42,8 @@
 // something else than a count.
 #pragma once
 
-#include <asio.hpp>
+#include <asio/async_result.hpp>
+#include <asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>

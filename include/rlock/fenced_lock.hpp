@@ -56,7 +56,7 @@
 // std::system_error).
 #pragma once
 
-#include <asio.hpp>
+#include <asio/async_result.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>

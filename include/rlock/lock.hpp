@@ -140,7 +140,10 @@
 // IllegalMonitorStateException; unlock() does nothing).
 #pragma once
 
-#include <asio.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/async_result.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>

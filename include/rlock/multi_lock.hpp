@@ -40,7 +40,8 @@
 // blocking member from a client's completion handler (errc::invalid_argument).
 #pragma once
 
-#include <asio.hpp>
+#include <asio/async_result.hpp>
+#include <asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>

@@ -48,7 +48,8 @@
 // from the client's completion handlers; errc::wrong_type when a key holds something else.
 #pragma once
 
-#include <asio.hpp>
+#include <asio/async_result.hpp>
+#include <asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>

@@ -71,7 +71,8 @@
 // reentrant lock's, say), left as it is.
 #pragma once
 
-#include <asio.hpp>
+#include <asio/async_result.hpp>
+#include <asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>

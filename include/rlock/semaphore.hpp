@@ -45,7 +45,8 @@
 // the async_ forms there); errc::wrong_type when the key holds something else than a count.
 #pragma once
 
-#include <asio.hpp>
+#include <asio/async_result.hpp>
+#include <asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>

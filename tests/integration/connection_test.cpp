@@ -1,7 +1,9 @@
 // Multiplexing, pipelining, scripts: the request/reply core against a real server.
 #include <gtest/gtest.h>
 
+#include <asio/any_io_executor.hpp>
 #include <asio/bind_executor.hpp>
+#include <asio/strand.hpp>
 #include <asio/thread_pool.hpp>
 #include <atomic>
 #include <future>

@@ -13,6 +13,7 @@
 #endif
 
 #include <array>
+#include <asio/use_future.hpp>
 #include <cstdlib>
 #include <future>
 #include <memory>

@@ -3,6 +3,7 @@
 // and bad groups are refused.
 #include <gtest/gtest.h>
 
+#include <asio/use_future.hpp>
 #include <atomic>
 #include <future>
 #include <thread>

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <asio/io_context.hpp>
 #include <asio/post.hpp>
 #include <barrier>
 #include <future>

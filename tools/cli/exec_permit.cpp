@@ -1,5 +1,11 @@
 #include "exec_permit.hpp"
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/bind_executor.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/post.hpp>
+#include <asio/strand.hpp>
 #include <functional>
 #include <memory>
 #include <mutex>

@@ -1,7 +1,17 @@
 // Internal to the public headers: how a completion reaches the user's handler.
 #pragma once
 
-#include <asio.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/execution/context.hpp>
+#include <asio/execution_context.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+#include <asio/query.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
