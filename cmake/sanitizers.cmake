@@ -1,6 +1,6 @@
 # RLOCK_SANITIZE=address,undefined or thread: applies to every target of the build.
 # RLOCK_SANITIZER_SLOWDOWN: how much the build slows CPU-bound work, for the tests whose bounds
-# include such work (tests/integration/hostile_common.hpp): the low end of ThreadSanitizer's
+# include such work (tests/support/sanitizer_slowdown.hpp): the low end of ThreadSanitizer's
 # documented 5x-15x slowdown; 1 for AddressSanitizer, whose runs meet the normal bounds.
 set(RLOCK_SANITIZER_SLOWDOWN 1)
 if(RLOCK_SANITIZE MATCHES "thread")

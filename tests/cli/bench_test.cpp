@@ -10,11 +10,8 @@
 
 #include "cli_harness.hpp"
 #include "support/redis_server.hpp"
+#include "support/sanitizer_slowdown.hpp"
 #include "support/temp_dir.hpp"
-
-#ifndef RLOCK_SANITIZER_SLOWDOWN
-#define RLOCK_SANITIZER_SLOWDOWN 1
-#endif
 
 namespace rlock::test {
 namespace {

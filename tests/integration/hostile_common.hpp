@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common.hpp"
+#include "support/sanitizer_slowdown.hpp"
 
 namespace rlock::test {
 
@@ -28,10 +29,6 @@ struct outcome {
 
 /// Far beyond any deadline these tests configure: a call still running then has hung.
 inline constexpr std::chrono::seconds hang_limit{30};
-
-#ifndef RLOCK_SANITIZER_SLOWDOWN
-#define RLOCK_SANITIZER_SLOWDOWN 1
-#endif
 
 /// Added to every bound derived from a config: timer and thread scheduling on a loaded machine,
 /// and the CPU work that no deadline can cut short (building a command of 1 or 32 MiB, copying
