@@ -89,6 +89,44 @@ TEST(connection, a_link_up_for_a_while_that_drops_is_connected_again_at_once) {
   EXPECT_EQ(rec.kinds(), "connected disconnected connected");
 }
 
+// A link that drops within 1 s of its setup (a server or proxy that closes what it accepts) is
+// not connected again at once: the connection backs off (reconnect_delay_min's jitter, here
+// 1-2 s), and a request made in the back-off fails at once with not_connected, certainly not
+// run. The rule applies when the drop came less than 1 s after the setup; setup here counts
+// from before the client was made, so on a machine slow enough to pass 1 s before the drop
+// is seen, the try says nothing and a new client tries again.
+TEST(connection, a_link_that_drops_right_after_its_setup_backs_off) {
+  redis_server server;
+  for (int attempt = 1;; ++attempt) {
+    ASSERT_LE(attempt, 5) << "every drop was seen 1 s or more after the connect began";
+    event_recorder rec;
+    config cfg = config_for(server);
+    cfg.on_event = rec.handler();
+    cfg.reconnect_delay_min = 2s;  // jitter: 1-2 s
+    cfg.reconnect_delay_max = 2s;
+    cfg.retry_attempts = 1;  // a not_connected failure is reported, not retried
+    const auto t_start = steady::now();
+    client c(cfg);
+    c.execute({"PING"});
+    ASSERT_TRUE(rec.wait_for(client_event_kind::connected, 10s)) << rec.kinds();
+    const auto t_kill = steady::now();
+    server.cli({"CLIENT", "KILL", "TYPE", "normal"});
+    ASSERT_TRUE(rec.wait_for(client_event_kind::disconnected, 10s)) << rec.kinds();
+    if (steady::now() - t_start >= 1s) continue;  // the rule may not apply: try again
+    try {
+      c.execute({"PING"});
+      ADD_FAILURE() << "a request in the back-off was answered; events: " << rec.kinds();
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::not_connected) << e.what();
+    }
+    ASSERT_TRUE(rec.wait_for_count(client_event_kind::connected, 2, 10s)) << rec.kinds();
+    EXPECT_GE(steady::now() - t_kill, 1s) << "connected again without backing off";
+    EXPECT_EQ(c.execute({"PING"}).str(), "PONG");
+    EXPECT_EQ(rec.kinds(), "connected disconnected connected");
+    return;
+  }
+}
+
 TEST(connection, script_survives_script_flush) {
   redis_server server;
   client c(config_for(server));

@@ -52,6 +52,12 @@ class event_recorder {
     return wait_for([kind](const client_event& e) { return e.kind == kind; }, limit);
   }
 
+  /// Waits up to `limit` until `n` events of `kind` have been recorded; false if they have not.
+  bool wait_for_count(client_event_kind kind, std::size_t n, std::chrono::milliseconds limit) {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, limit, [&] { return count_locked(kind) >= n; });
+  }
+
   /// The events recorded so far, in order.
   std::vector<client_event> events() const {
     std::lock_guard lk(mu_);
@@ -60,9 +66,7 @@ class event_recorder {
   /// How many of them are of `kind`.
   std::size_t count(client_event_kind kind) const {
     std::lock_guard lk(mu_);
-    std::size_t n = 0;
-    for (const client_event& e : events_) n += e.kind == kind ? 1 : 0;
-    return n;
+    return count_locked(kind);
   }
   /// Their kinds, in order, as text ("connected disconnected connected"), for messages.
   std::string kinds() const {
@@ -76,6 +80,12 @@ class event_recorder {
   }
 
  private:
+  std::size_t count_locked(client_event_kind kind) const {
+    std::size_t n = 0;
+    for (const client_event& e : events_) n += e.kind == kind ? 1 : 0;
+    return n;
+  }
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<client_event> events_;
