@@ -1,8 +1,10 @@
 // Every kind of lock and semaphore, taken by many threads of two clients while a nemesis
 // kills their connections, pauses the server, blocks it and flushes its script cache: what
 // each guarantees must hold through all of it.
-//   - Exclusion: a lock, fair lock, spin lock and write lock have one holder at a time; readers
-//     never meet a writer; a semaphore and a permit-expirable semaphore of 2 never have 3.
+//   - Exclusion: a lock, fair lock, spin lock, fenced lock, MultiLock and write lock have one
+//     holder at a time; readers never meet a writer; a semaphore and a permit-expirable
+//     semaphore of 2 never have 3. Each holder of the fenced lock has a greater token than the
+//     holder before.
 //   - Bounds: a waiting acquire returns by its wait plus one request timeout (the try in flight
 //     at its deadline); a release within its retries (twice that after an acquire that gave
 //     up, whose undo goes first).
@@ -117,8 +119,12 @@ struct guarded {
   occupancy spin{1};
   occupancy sem{2};
   occupancy pes{2};
+  occupancy fenced{1};
+  occupancy multi{1};
   std::atomic<int> readers{0};
   std::atomic<int> writers{0};
+  // The fenced lock's last token (atomic so that a second holder, a failure, is no data race).
+  std::atomic<fencing_token> last_token{0};
 };
 
 constexpr int permits = 2;
@@ -133,7 +139,9 @@ class nemesis_worker {
         rw_(c.get_read_write_lock("n-rw")),
         sem_(c.get_semaphore("n-sem")),
         pes_(c.get_permit_expirable_semaphore("n-pes")),
-        acquire_slack_(cfg.timeout + slack),
+        fenced_(c.get_fenced_lock("n-fenced")),
+        multi_({c.get_lock("n-m1"), c.get_lock("n-m2")}),
+        timeout_(cfg.timeout),
         release_bound_(2 * retry_budget(cfg)),
         g_(g),
         t_(t),
@@ -143,7 +151,7 @@ class nemesis_worker {
   void step() {
     const milliseconds wait{rng_() % 400};
     const auto hold = std::chrono::microseconds(rng_() % 3000);
-    switch (rng_() % 7) {
+    switch (rng_() % 9) {
       case 0:
         return exclusive(lock_, g_.lock, "lock", wait, hold);
       case 1:
@@ -155,16 +163,21 @@ class nemesis_worker {
       case 4:
       case 5:
         return take_permit(wait, hold);
-      default:
+      case 6:
         return take_expirable_permit(wait, hold);
+      case 7:
+        return fenced(wait, hold);
+      default:
+        return exclusive(multi_, g_.multi, "multi-lock", wait, hold);
     }
   }
 
  private:
-  // Runs an acquire, checks its bound and records its error; the acquire's result, false when
-  // it threw.
+  // Runs an acquire, checks its bound (its wait, one request timeout for the try in flight at
+  // its end, and `steps` more for steps after a hold is taken) and records its error; the
+  // acquire's result, false when it threw.
   template <class F>
-  bool timed_acquire(const char* what, milliseconds wait, F f) {
+  bool timed_acquire(const char* what, milliseconds wait, F f, int steps = 0) {
     const auto t0 = steady::now();
     bool taken = false;
     try {
@@ -172,7 +185,7 @@ class nemesis_worker {
     } catch (const error& e) {
       t_.failed(std::string(what) + " acquire", e.code());
     }
-    check_bound(what, t0, wait + acquire_slack_);
+    check_bound(what, t0, wait + (1 + steps) * timeout_ + slack);
     if (taken) t_.acquired();
     return taken;
   }
@@ -181,19 +194,44 @@ class nemesis_worker {
     if (took > bound.count()) t_.late(what, took, bound.count());
   }
 
-  void exclusive(reentrant_lock& l, occupancy& o, const char* what, milliseconds wait,
+  template <class Lock>
+  void exclusive(Lock& l, occupancy& o, const char* what, milliseconds wait,
                  std::chrono::microseconds hold) {
     if (!timed_acquire(what, wait, [&] { return l.try_lock_for(wait); })) return;
     if (!o.enter()) t_.violation(std::string("two holders of the ") + what);
     std::this_thread::sleep_for(hold);
     o.leave();
+    unlock(l, what);
+  }
+  template <class Lock>
+  void unlock(Lock& l, const char* what) {
     const auto t0 = steady::now();
-    try {
-      l.unlock_or_throw();
-    } catch (const error& e) {
-      t_.failed(std::string(what) + " unlock", e.code());
-    }
+    std::error_code ec;
+    l.unlock(ec);
+    if (ec) t_.failed(std::string(what) + " unlock", ec);
     check_bound(std::string(what) + " unlock", t0, release_bound_);
+  }
+
+  // A fenced lock: each holder's token is greater than every earlier holder's. Its token step
+  // comes after the hold is taken (one more request timeout, fenced_lock.hpp).
+  void fenced(milliseconds wait, std::chrono::microseconds hold) {
+    fencing_token token = 0;  // tokens are positive: 0 is none
+    timed_acquire(
+        "fenced lock", wait,
+        [&] {
+          token = fenced_.try_lock_and_get_token(wait).value_or(0);
+          return token != 0;
+        },
+        1);
+    if (token == 0) return;
+    if (!g_.fenced.enter()) t_.violation("two holders of the fenced lock");
+    const fencing_token before = g_.last_token.exchange(token);
+    if (token <= before) {
+      t_.violation("fencing token " + std::to_string(token) + " after " + std::to_string(before));
+    }
+    std::this_thread::sleep_for(hold);
+    g_.fenced.leave();
+    unlock(fenced_, "fenced lock");
   }
 
   void read_write(bool write, milliseconds wait, std::chrono::microseconds hold) {
@@ -257,7 +295,9 @@ class nemesis_worker {
   read_write_lock rw_;
   semaphore sem_;
   permit_expirable_semaphore pes_;
-  milliseconds acquire_slack_;
+  fenced_lock fenced_;
+  multi_lock multi_;
+  milliseconds timeout_;
   milliseconds release_bound_;
   guarded& g_;
   tally& t_;
@@ -378,7 +418,7 @@ TEST(hostile_nemesis, every_kind_keeps_its_exclusion_bounds_and_permits_under_fa
   RecordProperty("errors", t.error_summary());
 
   // Nothing held any more: a release whose outcome stayed unknown ends with its 3 s lease.
-  for (const char* key : {"n-lock", "n-fair", "n-spin", "n-rw"}) {
+  for (const char* key : {"n-lock", "n-fair", "n-spin", "n-rw", "n-fenced", "n-m1", "n-m2"}) {
     EXPECT_TRUE(wait_until(
         [&] {
           return server.cli({"EXISTS", key}) == "0";
