@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -88,13 +89,27 @@ class tally {
     if (!expected(ec)) unexpected_.add(op + ": " + ec.message());
   }
   void release_failed() { failed_releases_.fetch_add(1); }
-  void acquired() { acquired_.fetch_add(1); }
+  void acquired() {
+    {
+      std::lock_guard lk(mu_);
+      ++acquired_;
+    }
+    acquired_cv_.notify_all();
+  }
+  /// Waits up to `limit` until `n` acquires have been recorded in all; false if they have not.
+  bool wait_for_acquired(int n, std::chrono::milliseconds limit) const {
+    std::unique_lock lk(mu_);
+    return acquired_cv_.wait_for(lk, limit, [&] { return acquired_ >= n; });
+  }
 
   findings violations() const { return copy(violations_); }
   findings late_calls() const { return copy(late_); }
   findings unexpected_errors() const { return copy(unexpected_); }
   int failed_releases() const { return failed_releases_.load(); }
-  int acquired_count() const { return acquired_.load(); }
+  int acquired_count() const {
+    std::lock_guard lk(mu_);
+    return acquired_;
+  }
   std::string error_summary() const {
     std::lock_guard lk(mu_);
     std::string out;
@@ -122,7 +137,8 @@ class tally {
   findings unexpected_;
   std::map<std::string, int> errors_;
   std::atomic<int> failed_releases_{0};
-  std::atomic<int> acquired_{0};
+  int acquired_ = 0;  // guarded by mu_
+  mutable std::condition_variable acquired_cv_;
 };
 
 struct guarded {

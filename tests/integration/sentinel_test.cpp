@@ -8,61 +8,14 @@
 #include <string>
 
 #include "common.hpp"
+#include "sentinel_group.hpp"
 #include "support/event_recorder.hpp"
-#include "support/replica_acks.hpp"
 #include "support/rotating_secret.hpp"
 #include "support/server_monitor.hpp"
 #include "support/wait.hpp"
 
 namespace rlock::test {
 namespace {
-
-/// A master, a replica of it, and one Sentinel monitoring the master as "mymaster" (quorum 1,
-/// down after 1 s: a killed master is failed over within a few seconds).
-struct sentinel_group {
-  std::unique_ptr<redis_server> master = std::make_unique<redis_server>();
-  std::unique_ptr<redis_server> replica = std::make_unique<redis_server>(
-      server_options{.extra_args = {"--replicaof", "127.0.0.1", std::to_string(master->port())}});
-  std::unique_ptr<redis_server> sentinel = std::make_unique<redis_server>(server_options{
-      .extra_args = {"--sentinel", "monitor", "mymaster", "127.0.0.1",
-                     std::to_string(master->port()), "1", "--sentinel", "down-after-milliseconds",
-                     "mymaster", "1000", "--sentinel", "failover-timeout", "mymaster", "10000"}});
-
-  /// The master's port as the Sentinel names it.
-  std::string named_port() const {
-    const raw_reply r = sentinel->cli_reply({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"});
-    return r.is_array() && r.elements.size() == 2 ? r.elements[1].str : std::string();
-  }
-
-  /// Waits until the Sentinel knows the replica and the replica has synchronised with the master
-  /// (a failover needs both). External state: there is no event to wait on.
-  bool wait_until_replica_known() const {
-    const std::string port = std::to_string(replica->port());
-    return wait_until(
-        [&] {
-          const std::string info = replica->cli({"INFO", "replication"});
-          const std::string known = sentinel->cli({"SENTINEL", "REPLICAS", "mymaster"});
-          return info.find("master_link_status:up") != std::string::npos &&
-                 known.find(port) != std::string::npos;
-        },
-        20s, 50ms);
-  }
-
-  /// The Sentinel has announced a new master ("+switch-master", in its log as it publishes it).
-  /// External state: there is no event to wait on.
-  bool announced_switch() const {
-    return sentinel->log_tail(std::size_t{1} << 20).find("+switch-master mymaster") !=
-           std::string::npos;
-  }
-
-  config client_config(std::vector<std::string> sentinels = {}) const {
-    config c = fast_config("redis://127.0.0.1:1");  // unused in Sentinel mode
-    c.master_name = "mymaster";
-    c.sentinel_addresses =
-        sentinels.empty() ? std::vector<std::string>{sentinel->url()} : std::move(sentinels);
-    return c;
-  }
-};
 
 /// Whether `l`'s holder finds its hold on the new master within 30 s of a failover (its client
 /// reconnects through the Sentinel). External state: the reconnect has no event to wait on.
@@ -163,8 +116,7 @@ TEST(sentinel, after_the_master_dies_locks_are_taken_on_the_promoted_replica) {
 // replica left to acknowledge it: it releases, and says so.
 TEST(sentinel, a_hold_the_replica_acknowledged_survives_the_masters_death) {
   sentinel_group g;
-  ASSERT_TRUE(g.wait_until_replica_known());
-  ASSERT_TRUE(wait_until_replicas_acknowledge(*g.master, 20s));
+  ASSERT_TRUE(g.wait_until_replica_acknowledges());
   config cfg = g.client_config();
   cfg.replica_sync = 1;
   cfg.replica_sync_timeout = 2000ms;
@@ -194,8 +146,7 @@ TEST(sentinel, a_hold_the_replica_acknowledged_survives_the_masters_death) {
 // release counts at once (WAIT 0), where N = 1 (above) reports it unconfirmed.
 TEST(sentinel, under_redissons_rule_a_promoted_master_without_replicas_counts_writes) {
   sentinel_group g;
-  ASSERT_TRUE(g.wait_until_replica_known());
-  ASSERT_TRUE(wait_until_replicas_acknowledge(*g.master, 20s));
+  ASSERT_TRUE(g.wait_until_replica_acknowledges());
   config cfg = g.client_config();
   cfg.replica_sync = config::all_connected_replicas;
   cfg.replica_sync_timeout = 2000ms;
