@@ -1,6 +1,7 @@
 // The load of the nemesis tests (hostile_nemesis_test.cpp, and the Sentinel failover under load
-// in sentinel_test.cpp): threads that take every kind of lock and semaphore, hold it briefly and
-// let it go, checking as they go what each kind guarantees, whatever faults strike meanwhile.
+// in sentinel_failover_load_test.cpp): threads that take every kind of lock and semaphore, hold it
+// briefly and let it go, checking as they go what each kind guarantees, whatever faults strike
+// meanwhile.
 //   - Exclusion: a lock, fair lock, spin lock, fenced lock, MultiLock and write lock have one
 //     holder at a time; readers never meet a writer; a semaphore and a permit-expirable
 //     semaphore of 2 never have 3. Each holder of the fenced lock has a greater token than the
