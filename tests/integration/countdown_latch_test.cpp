@@ -75,11 +75,17 @@ TEST(countdown_latch, a_deleted_latch_opens_at_the_next_recheck) {
   off.wait_recheck_interval = 0ms;
   client redisson_like(off);
   countdown_latch never = redisson_like.get_countdown_latch("gone");
+  const long gets_before = calls_of(server, "get");
   auto waiter = std::async(std::launch::async, [&] { return l.await_for(30s); });
   auto without = std::async(std::launch::async, [&] { return never.await_for(3s); });
-  ASSERT_TRUE(
-      wait_until([&] { return numsub_of(server, "redisson_countdownlatch__channel__{gone}") == 2; },
-                 10s, 10ms));
+  // Both subscribed, and both have read the count since (a waiter subscribes, then reads it): a
+  // DEL before a waiter's read would open it at that read, recheck or not.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return numsub_of(server, "redisson_countdownlatch__channel__{gone}") == 2 &&
+               calls_of(server, "get") >= gets_before + 2;
+      },
+      10s, 10ms));
   server.cli({"DEL", "gone"});
   const auto t0 = steady::now();
   ASSERT_EQ(waiter.wait_for(10s), std::future_status::ready) << "the deletion was not seen";
