@@ -235,6 +235,16 @@ class nemesis_worker {
     if (taken) t_.acquired();
     return taken;
   }
+  // Runs a release (`f` returns its error, {} when released), checks its bound and records its
+  // error; returns the error.
+  template <class F>
+  std::error_code timed_release(const std::string& what, F f) {
+    const auto t0 = steady::now();
+    const std::error_code ec = f();
+    if (ec) t_.failed(what, ec);
+    check_bound(what, t0, release_bound_ + slack);
+    return ec;
+  }
   void check_bound(const std::string& what, steady::time_point t0, milliseconds bound) {
     const long long took = ms_since(t0);
     if (took > bound.count()) t_.late(what, took, bound.count());
@@ -251,11 +261,11 @@ class nemesis_worker {
   }
   template <class Lock>
   void unlock(Lock& l, const char* what) {
-    const auto t0 = steady::now();
-    std::error_code ec;
-    l.unlock(ec);
-    if (ec) t_.failed(std::string(what) + " unlock", ec);
-    check_bound(std::string(what) + " unlock", t0, release_bound_ + slack);
+    timed_release(std::string(what) + " unlock", [&] {
+      std::error_code ec;
+      l.unlock(ec);
+      return ec;
+    });
   }
 
   // A fenced lock: each holder's token is greater than every earlier holder's. Its token step
@@ -293,11 +303,11 @@ class nemesis_worker {
     }
     std::this_thread::sleep_for(hold);
     (write ? g_.writers : g_.readers).fetch_sub(1);
-    const auto t0 = steady::now();
-    std::error_code ec;
-    rw_.release(write ? rw_mode::write : rw_mode::read, ec);
-    if (ec) t_.failed(std::string(what) + " unlock", ec);
-    check_bound(std::string(what) + " unlock", t0, release_bound_ + slack);
+    timed_release(std::string(what) + " unlock", [&] {
+      std::error_code ec;
+      rw_.release(write ? rw_mode::write : rw_mode::read, ec);
+      return ec;
+    });
   }
 
   void take_permit(milliseconds wait, std::chrono::microseconds hold) {
@@ -305,14 +315,9 @@ class nemesis_worker {
     if (!g_.sem.enter()) t_.violation("a third permit of the semaphore");
     std::this_thread::sleep_for(hold);
     g_.sem.leave();
-    const auto t0 = steady::now();
-    try {
-      sem_.release();
-    } catch (const error& e) {
-      t_.failed("semaphore release", e.code());
+    if (timed_release("semaphore release", [&] { return code_of([&] { sem_.release(); }); })) {
       t_.release_failed();
     }
-    check_bound("semaphore release", t0, release_bound_ + slack);
   }
 
   void take_expirable_permit(milliseconds wait, std::chrono::microseconds hold) {
@@ -325,14 +330,12 @@ class nemesis_worker {
     if (!g_.pes.enter()) t_.violation("a third expirable permit");
     std::this_thread::sleep_for(hold);
     g_.pes.leave();
-    const auto t0 = steady::now();
-    try {
+    timed_release("expirable release", [&] {
+      bool released = false;
+      const std::error_code ec = code_of([&] { released = pes_.try_release(*id); });
       // false: its lease ended first (a hold of 3 ms under a 3 s lease: not expected, but safe).
-      if (!pes_.try_release(*id)) t_.failed("expirable release", make_error_code(errc::not_owner));
-    } catch (const error& e) {
-      t_.failed("expirable release", e.code());
-    }
-    check_bound("expirable release", t0, release_bound_ + slack);
+      return ec || released ? ec : make_error_code(errc::not_owner);
+    });
   }
 
   reentrant_lock lock_;
