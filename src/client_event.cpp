@@ -22,6 +22,8 @@ std::string_view to_string(client_event_kind kind) {
       return "pubsub_disconnected";
     case client_event_kind::pubsub_connected:
       return "pubsub_connected";
+    case client_event_kind::write_not_confirmed:
+      return "write_not_confirmed";
   }
   return "unknown";
 }
@@ -64,6 +66,10 @@ std::string describe(const client_event& e) {
              (e.detail.empty() ? why(e) : ": " + e.detail);
     case client_event_kind::pubsub_connected:
       return "pub/sub connected to " + e.server + why(e);
+    case client_event_kind::write_not_confirmed:
+      // The code's message says the replicas did not confirm; the detail says what ran.
+      return "change of '" + e.object + "' on " + e.server + " not confirmed" +
+             (e.detail.empty() ? why(e) : ": " + e.detail);
   }
   return std::string(to_string(e.kind)) + why(e);
 }

@@ -76,6 +76,16 @@ enum class client_event_kind {
   /// A pub/sub connection to `server` that dropped (pubsub_disconnected) is set up again, and
   /// the channels its waiters listen on are being subscribed again (`detail`: how many).
   pubsub_connected,
+  /// With config::replica_sync: a change that completes as it ran on the master whatever the
+  /// replicas acknowledged (a semaphore's release, try_set_permits, add_permits and
+  /// drain_permits; a permit-expirable semaphore's releases and count changes) ran on the
+  /// master at `server`, but the replicas had not acknowledged it after config::
+  /// replica_sync_tries sends. Such a change is not reported as failed, since a caller told
+  /// so would make it again, and a second release adds its permits twice. A failover to a
+  /// replica that missed it loses it. `object` is the semaphore's key, after
+  /// config::name_mapper; `error` errc::replication_not_confirmed; `detail` what ran, how many
+  /// replicas acknowledged it, and how many sends ran.
+  write_not_confirmed,
 };
 
 /// One event. Fields that do not apply to a kind are empty.
@@ -83,9 +93,11 @@ struct client_event {
   client_event_kind kind = client_event_kind::connected;
   /// The server, as a URL without credentials (server_address::to_string()).
   std::string server;
-  /// lock_lost: the lock's key; script_reloaded: the script's SHA1.
+  /// lock_lost: the lock's key; script_reloaded: the script's SHA1; write_not_confirmed: the
+  /// semaphore's key.
   std::string object;
-  /// disconnected, connect_failed: why; lock_lost: errc::lock_lost.
+  /// disconnected, connect_failed: why; lock_lost: errc::lock_lost; write_not_confirmed:
+  /// errc::replication_not_confirmed.
   std::error_code error;
   /// What the client knows beyond the code: the server's error text, the step that failed, how
   /// a hold was lost.

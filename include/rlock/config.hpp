@@ -326,10 +326,16 @@ struct config {
   ///     errc::replication_not_confirmed, whose text says how many sends ran (unlock_or_throw()
   ///     throws it; unlock() ignores it). A blocking unlock waits for these sends: with a
   ///     replica down, replica_sync_tries times (replica_sync_timeout + the delay). A fenced
-  ///     lock's release of a hold it will not return (its token not acknowledged) is sent once.
-  /// Not waited for: semaphore and permit releases and changes (a release reported as failed
-  /// would invite a second one, which would add its permits twice); countdown latches,
-  /// force-unlocks and renewals.
+  ///     lock's release of a hold it will not return (its token not acknowledged) is sent once;
+  ///   - every change of a semaphore's count (release, try_set_permits, add_permits,
+  ///     drain_permits) and every release of a permit-expirable semaphore's permits (and its
+  ///     try_set_permits, add_permits): sent again, whole, with its latch, as an unlock is
+  ///     (replica_sync_tries sends in all; a blocking call waits for them). After the last, it
+  ///     completes as it ran on the master, with its result and no error, since a caller told
+  ///     that a release failed would release again and add its permits twice; the client
+  ///     reports client_event_kind::write_not_confirmed instead.
+  /// Not waited for: the undo of an acquire (given back in the background), a permit-expirable
+  /// semaphore's set_permits and lease updates, countdown latches, force-unlocks and renewals.
   /// What it buys: an acquire that returned was on N replicas then, so a failover to one of
   /// them keeps it; asynchronous replication still loses a renewal or a release made after
   /// that, and WAIT is no consensus: the replica promoted need not be one that acknowledged

@@ -36,7 +36,10 @@
 //   - Not fair (as Redisson's): every waiting process tries at each release.
 //   - After a failover to a replica that had not received the last changes (asynchronous
 //     replication), the count and the leases are the replica's: permits can be lost or appear
-//     twice.
+//     twice. With config::replica_sync, an acquire and a release that returned were on the
+//     replicas asked for then, unless the client reported the release with
+//     client_event_kind::write_not_confirmed (a release is never failed for that); a failover
+//     to one of them keeps them. Lease updates and set_permits are not waited for.
 //
 // Bounds: every call is bounded as the semaphore's (semaphore.hpp): one request timeout and its
 // retries per script; a waiting acquire returns by its deadline, or up to one request timeout

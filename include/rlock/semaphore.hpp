@@ -30,7 +30,12 @@
 //     then grows past its initial value (as with Redisson). Nothing gives back the permits of a
 //     process that died holding them: use a lock (lease and watchdog) where a holder may crash.
 //   - After a failover to a replica that had not received the last changes (replication is
-//     asynchronous), the count is the replica's: permits can be lost or appear twice.
+//     asynchronous), the count is the replica's: permits can be lost or appear twice. With
+//     config::replica_sync, an acquire that returned and a change that returned were on the
+//     replicas asked for then, unless the client reported the change with
+//     client_event_kind::write_not_confirmed (a change is never failed for that: a release
+//     reported as failed would be made again); a failover to one of them keeps them. The undo
+//     of an acquire that failed is not waited for.
 //
 // Bounds: every call is bounded. Blocking members without a wait, and each try of an acquire,
 // take at most the configured request timeout and retries (config::timeout, retry_attempts);

@@ -227,6 +227,7 @@ bool core::follow_redirect(const std::shared_ptr<attempt>& a, exec_result& res) 
 
 void core::on_result(const std::shared_ptr<attempt>& a, exec_result res) {
   res.sent_at = a->last_sent;
+  if (a->trailing_wait && a->sent_to != nullptr) res.synced_on = a->sent_to->server();
   // An ASK is good for one attempt (and its NOSCRIPT resend, below).
   std::optional<cluster_endpoint> asked = std::exchange(a->ask_target, std::nullopt);
   if (res.ec && cluster_ && follow_redirect(a, res)) return;

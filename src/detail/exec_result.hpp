@@ -47,6 +47,9 @@ struct exec_result {
   /// How often the request was sent to have the replicas confirm it, the first send included
   /// (exec_options::confirm_tries): 1 unless it was sent again for that. Set by core.
   int confirm_sends = 1;
+  /// When the request asked for replica acknowledgement: the server (a URL without
+  /// credentials) that the attempt producing this result went to. Set by core.
+  std::string synced_on;
 };
 
 /// A result that failed with `ec`, without a reply; `written` as in exec_result.

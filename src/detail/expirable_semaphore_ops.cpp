@@ -212,8 +212,13 @@ void expirable_semaphore_service::release(const std::string& raw_name, std::vect
   const std::string_view keys[] = {raw_name, timeouts, channel, latch};
   std::vector<std::string_view> args{ttl, "all"};
   args.insert(args.end(), ids.begin(), ids.end());
-  core_->eval(expirable_semaphore_release_script(), keys, args, once_options(raw_name),
-              spend_when_answered(core_, latch, integer_result(std::move(done))));
+  // As a semaphore's release (change_semaphore): confirmed with resends, or reported.
+  exec_options o = once_options(raw_name);
+  ask_replicas_until_confirmed(core_->cfg(), o);
+  core_->eval(expirable_semaphore_release_script(), keys, args, o,
+              spend_when_answered(core_, latch,
+                                  report_unconfirmed(core_, raw_name, "released",
+                                                     integer_result(std::move(done)))));
 }
 
 void expirable_semaphore_service::inspect(const std::string& raw_name, expirable_inspect what,

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "detail/backoff.hpp"
 #include "detail/channel_wait.hpp"
@@ -13,6 +15,8 @@
 #include "detail/exec_result.hpp"
 #include "detail/retry_fsm.hpp"
 #include "detail/thread_rng.hpp"
+#include "rlock/client_event.hpp"
+#include "rlock/error.hpp"
 
 namespace rlock::detail {
 
@@ -31,7 +35,8 @@ inline void ask_replicas(const config& cfg, exec_options& opts) {
 /// ask_replicas for an unlock, which is sent again, whole, while the replicas do not confirm it
 /// (exec_options::confirm_tries: config::replica_sync_tries sends in all). Only for a script
 /// whose replay, its latch found, changes nothing but still writes (the latch's TTL), so that
-/// the replay's WAIT covers the first run (lock_unlock.lua, rwlock_unlock.lua).
+/// the replay's WAIT covers the first run (lock_unlock.lua, rwlock_unlock.lua,
+/// semaphore_release.lua, semaphore_set.lua, expirable_semaphore_release.lua).
 inline void ask_replicas_until_confirmed(const config& cfg, exec_options& opts) {
   ask_replicas(cfg, opts);
   opts.confirm_tries = cfg.replica_sync_tries;
@@ -99,6 +104,28 @@ inline std::string after_tries(std::string detail, int tries) {
     detail += "; tried " + std::to_string(tries) + " times (config::replica_sync_tries)";
   }
   return detail;
+}
+
+/// `then`, wrapped for a change sent with ask_replicas_until_confirmed that completes as it ran on
+/// the master whatever the replicas acknowledged (a semaphore's count, a permit's release: a
+/// caller told that it failed would make it again): when it ran without the acknowledgements
+/// `cfg` asks for after its sends, client_event_kind::write_not_confirmed is reported for
+/// `object` first. `what` says what ran ("released", "changed").
+inline exec_callback report_unconfirmed(std::shared_ptr<core> c, std::string object,
+                                        std::string what, exec_callback then) {
+  if (!asks_replicas(c->cfg())) return then;
+  return [c = std::move(c), object = std::move(object), what = std::move(what),
+          then = std::move(then)](exec_result r) {
+    if (!r.ec && !replicas_confirmed(c->cfg(), r) && c->events().wanted()) {
+      c->events().emit(
+          {.kind = client_event_kind::write_not_confirmed,
+           .server = r.synced_on,
+           .object = object,
+           .error = make_error_code(errc::replication_not_confirmed),
+           .detail = after_tries(not_confirmed_detail(c->cfg(), r, what), r.confirm_sends)});
+    }
+    then(std::move(r));
+  };
 }
 
 /// A wait's attempt (semaphore, permit-expirable semaphore, read-write lock) whose script took

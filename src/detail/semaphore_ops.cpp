@@ -129,17 +129,25 @@ void change_semaphore(const std::shared_ptr<core>& c, const std::string& raw_nam
   const std::string count = std::to_string(permits);
   const std::string ttl = once_ttl_ms(c->cfg());
   const std::string_view keys[] = {raw_name, channel, latch};
-  exec_callback finish = spend_when_answered(c, latch, integer_result(std::move(done)));
+  // Confirmed by the replicas with resends (the latch makes a replay change nothing); not
+  // confirmed after them, completed all the same and reported as an event.
+  exec_options o = once_options(raw_name);
+  ask_replicas_until_confirmed(c->cfg(), o);
+  exec_callback finish = spend_when_answered(
+      c, latch,
+      report_unconfirmed(c, raw_name,
+                         what == semaphore_change::release ? "released" : "changed the count",
+                         integer_result(std::move(done))));
   if (what == semaphore_change::release) {
     const std::string_view args[] = {count, ttl};
-    c->eval(semaphore_release_script(), keys, args, once_options(raw_name), std::move(finish));
+    c->eval(semaphore_release_script(), keys, args, o, std::move(finish));
     return;
   }
   const std::string_view kind = what == semaphore_change::init  ? "init"
                                 : what == semaphore_change::add ? "add"
                                                                 : "drain";
   const std::string_view args[] = {kind, count, ttl};
-  c->eval(semaphore_set_script(), keys, args, once_options(raw_name), std::move(finish));
+  c->eval(semaphore_set_script(), keys, args, o, std::move(finish));
 }
 
 }  // namespace rlock::detail

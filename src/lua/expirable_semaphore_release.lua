@@ -13,8 +13,13 @@
 --          lease, or never taken). An "any" undo returns the number of ids it released. An
 --          attempt after an earlier one of this request ran returns the first one's result.
 -- The new count is published on the channel, where waiters (Java ones too) retry.
+-- A replay (this request's latch found) writes only the latch's TTL (ARGV[1]): its WAIT then
+-- covers the first run (config::replica_sync's resends).
 local done = redis.call('get', KEYS[4])
 if done then
+  -- A replay: the latch's TTL is set again, a write, so that a WAIT after it on any connection
+  -- covers the first run (the server counts a connection's offset at its last write).
+  redis.call('pexpire', KEYS[4], ARGV[1])
   return tonumber(done)
 end
 --!include expirable_prelude.lua

@@ -14,8 +14,13 @@
 --          an earlier attempt of this request ran); -1 for an undo whose acquire took nothing.
 --          An error reply when the counter holds no integer.
 -- The new count is published on the channel, as Redisson does: its waiters and rlock's retry.
+-- A replay (this request's latch found) writes only the latch's TTL (ARGV[2]): its WAIT then
+-- covers the first run (config::replica_sync's resends).
 local done = redis.call('get', KEYS[3])
 if done then
+  -- A replay: the latch's TTL is set again, a write, so that a WAIT after it on any connection
+  -- covers the first run (the server counts a connection's offset at its last write).
+  redis.call('pexpire', KEYS[3], ARGV[2])
   return tonumber(done)
 end
 local value = redis.call('get', KEYS[1])

@@ -12,8 +12,13 @@
 -- Returns  as above; an attempt after an earlier one of this request ran returns the first
 --          one's result. An error reply when the counter holds no integer.
 -- "init" and "add" publish the new count on the channel (waiters retry), as Redisson does.
+-- A replay (this request's latch found) writes only the latch's TTL (ARGV[3]): its WAIT then
+-- covers the first run (config::replica_sync's resends).
 local done = redis.call('get', KEYS[3])
 if done then
+  -- A replay: the latch's TTL is set again, a write, so that a WAIT after it on any connection
+  -- covers the first run (the server counts a connection's offset at its last write).
+  redis.call('pexpire', KEYS[3], ARGV[3])
   return tonumber(done)
 end
 local value = redis.call('get', KEYS[1])

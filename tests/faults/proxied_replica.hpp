@@ -4,8 +4,11 @@
 #pragma once
 
 #include <chrono>
+#include <future>
+#include <optional>
 #include <rlock/config.hpp>
 #include <string>
+#include <string_view>
 
 #include "faults/fault_proxy.hpp"
 #include "support/fast_config.hpp"
@@ -36,6 +39,39 @@ struct proxied_replica {
 /// A script run by a client (EVALSHA or EVAL, not a command inside a script).
 inline bool client_script(const test::monitored& m) {
   return !m.from_script && !m.args.empty() && (m.args[0] == "EVALSHA" || m.args[0] == "EVAL");
+}
+
+/// What watch_one_resend() saw: the first send of a client's script, the send after it,
+/// and whether the replication stream was still stopped then.
+struct resend_seen {
+  std::optional<test::monitored> first;
+  std::optional<test::monitored> again;
+  bool hung = false;
+};
+
+/// Watches `monitor` from another thread (a lock's unlock must come from its holder's thread)
+/// for a client's script and the send after it (sent again once the first one's WAIT ran out),
+/// then lets the replica catch up (p.proxy in pass), so that the resend after it is confirmed.
+inline std::future<resend_seen> watch_one_resend(proxied_replica& p,
+                                                 test::server_monitor& monitor) {
+  return std::async(std::launch::async, [&p, &monitor] {
+    using namespace std::chrono_literals;
+    resend_seen out;
+    out.first = monitor.next(client_script, 10s);
+    out.again = monitor.next(client_script, 10s);
+    out.hung = p.proxy.mode() == proxy_mode::hang;
+    p.proxy.set_mode(proxy_mode::pass);
+    return out;
+  });
+}
+
+/// The first argument of `m` that starts with `prefix` (a request latch's, such as
+/// "redisson_unlock_latch:"), or "" if none.
+inline std::string latch_of(const test::monitored& m, std::string_view prefix) {
+  for (const auto& a : m.args) {
+    if (a.starts_with(prefix)) return a;
+  }
+  return {};
 }
 
 }  // namespace rlock::faults

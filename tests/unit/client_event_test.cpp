@@ -18,13 +18,14 @@ TEST(client_event, every_kind_has_its_own_name) {
       client_event_kind::connect_failed,   client_event_kind::master_switched,
       client_event_kind::topology_changed, client_event_kind::script_reloaded,
       client_event_kind::lock_lost,        client_event_kind::pubsub_disconnected,
-      client_event_kind::pubsub_connected};
+      client_event_kind::pubsub_connected, client_event_kind::write_not_confirmed};
   std::set<std::string> names;
   for (const client_event_kind k : kinds) names.emplace(to_string(k));
   EXPECT_EQ(names.size(), std::size(kinds));
   EXPECT_EQ(to_string(client_event_kind::connect_failed), "connect_failed");
   EXPECT_EQ(to_string(client_event_kind::lock_lost), "lock_lost");
   EXPECT_EQ(to_string(client_event_kind::pubsub_disconnected), "pubsub_disconnected");
+  EXPECT_EQ(to_string(client_event_kind::write_not_confirmed), "write_not_confirmed");
 }
 
 TEST(client_event, describe_gives_the_server_the_code_and_the_detail) {
@@ -108,6 +109,20 @@ TEST(client_event, describe_gives_the_server_the_code_and_the_detail) {
                       .error = {},
                       .detail = "2 channels subscribed again"}),
             "pub/sub connected to " + url + ": 2 channels subscribed again");
+  EXPECT_EQ(describe({.kind = client_event_kind::write_not_confirmed,
+                      .server = url,
+                      .object = "pool",
+                      .error = make_error_code(errc::replication_not_confirmed),
+                      .detail = "released on the master, but acknowledged by 0 of the 1 replicas"}),
+            "change of 'pool' on " + url +
+                " not confirmed: released on the master, but acknowledged by 0 of the 1 replicas");
+  EXPECT_EQ(describe({.kind = client_event_kind::write_not_confirmed,
+                      .server = url,
+                      .object = "pool",
+                      .error = make_error_code(errc::replication_not_confirmed),
+                      .detail = {}}),
+            "change of 'pool' on " + url +
+                " not confirmed: " + make_error_code(errc::replication_not_confirmed).message());
 }
 
 }  // namespace
