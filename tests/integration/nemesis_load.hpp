@@ -87,6 +87,10 @@ class tally {
   void failed(const std::string& op, const std::error_code& ec) {
     std::lock_guard lk(mu_);
     ++errors_[op + ": " + ec.message()];
+    if (ec != errc::connection_refused && ec != errc::not_connected && ec != errc::server_busy &&
+        ec != errc::subscription_timeout) {
+      ++may_have_run_[op];
+    }
     if (!expected(ec)) unexpected_.add(op + ": " + ec.message());
   }
   void release_failed() { failed_releases_.fetch_add(1); }
@@ -107,6 +111,14 @@ class tally {
   findings late_calls() const { return copy(late_); }
   findings unexpected_errors() const { return copy(unexpected_); }
   int failed_releases() const { return failed_releases_.load(); }
+  /// The errors of operation `op` ("semaphore acquire") after which it may have run: all but
+  /// those that prove it did not (refused or unsent connections, BUSY, a subscription that
+  /// failed before the wait's try).
+  int failures_that_may_have_run(const std::string& op) const {
+    std::lock_guard lk(mu_);
+    const auto it = may_have_run_.find(op);
+    return it == may_have_run_.end() ? 0 : it->second;
+  }
   int acquired_count() const {
     std::lock_guard lk(mu_);
     return acquired_;
@@ -137,6 +149,7 @@ class tally {
   findings late_;
   findings unexpected_;
   std::map<std::string, int> errors_;
+  std::map<std::string, int> may_have_run_;
   std::atomic<int> failed_releases_{0};
   int acquired_ = 0;  // guarded by mu_
   mutable std::condition_variable acquired_cv_;

@@ -6,6 +6,7 @@
 // The recorder must outlive every client given its handler (declare it before them).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -67,6 +68,11 @@ class event_recorder {
   std::size_t count(client_event_kind kind) const {
     std::lock_guard lk(mu_);
     return count_locked(kind);
+  }
+  /// How many of them `m` holds for.
+  std::size_t count(const match& m) const {
+    std::lock_guard lk(mu_);
+    return static_cast<std::size_t>(std::count_if(events_.begin(), events_.end(), m));
   }
   /// Their kinds, in order, as text ("connected disconnected connected"), for messages.
   std::string kinds() const {
