@@ -329,10 +329,13 @@ TEST(cluster, a_failover_moves_the_client_to_the_promoted_replica) {
   // the holder is told it lost it (as it should be).
   cfg.lock_watchdog_timeout = 20000ms;
   cfg.cluster_scan_interval = 500ms;
-  // Redisson's retry delays (1-2 s): 4 attempts outlast the failover's few seconds, where
-  // fast_config's would be spent before it ends.
+  // Redisson's retry delays (1-2 s), where fast_config's would be spent before the failover
+  // ends, and twice Redisson's attempts: 4 (4.5-6 s) outlast the failover's few seconds on an
+  // idle machine, but once under TSan on a loaded one they did not (the acquire below failed
+  // with connection_lost). Riding out a failover is what retry_attempts is for (config.hpp).
   cfg.retry_delay_base = 1000ms;
   cfg.retry_delay_max = 2000ms;
+  cfg.retry_attempts = 8;
   client other(cfg);
   event_recorder rec;
   cfg.on_event = rec.handler();
