@@ -79,10 +79,10 @@ enum class client_event_kind {
   /// With config::replica_sync: a change that completes as it ran on the master whatever the
   /// replicas acknowledged (a semaphore's release, try_set_permits, add_permits and
   /// drain_permits; a permit-expirable semaphore's releases and count changes) ran on the
-  /// master at `server`, but the replicas had not acknowledged it after config::
-  /// replica_sync_tries sends. Such a change is not reported as failed, since a caller told
-  /// so would make it again, and a second release adds its permits twice. A failover to a
-  /// replica that missed it loses it. `object` is the semaphore's key, after
+  /// master at `server`, but the replicas had not acknowledged it after its sends
+  /// (config::replica_sync_tries). Such a change is not reported to its caller as failed, since
+  /// a caller told so would make it again, and a second release adds its permits twice. A
+  /// failover to a replica that missed it loses it. `object` is the semaphore's key, after
   /// config::name_mapper; `error` errc::replication_not_confirmed; `detail` what ran, how many
   /// replicas acknowledged it, and how many sends ran.
   write_not_confirmed,

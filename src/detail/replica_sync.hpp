@@ -32,7 +32,8 @@ inline void ask_replicas(const config& cfg, exec_options& opts) {
   opts.sync_timeout = cfg.replica_sync_timeout;
 }
 
-/// ask_replicas for an unlock, which is sent again, whole, while the replicas do not confirm it
+/// ask_replicas for an unlock or a semaphore's change (of its count, or a permit's release),
+/// which is sent again, whole, while the replicas do not confirm it
 /// (exec_options::confirm_tries: config::replica_sync_tries sends in all). Only for a script
 /// whose replay, its latch found, changes nothing but still writes (the latch's TTL), so that
 /// the replay's WAIT covers the first run (lock_unlock.lua, rwlock_unlock.lua,

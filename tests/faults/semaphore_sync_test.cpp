@@ -26,7 +26,7 @@ namespace {
 using namespace std::chrono_literals;
 
 /// The semaphore latch a client's script names ("" if none).
-std::string latch_of(const test::monitored& m) {
+std::string semaphore_latch_of(const test::monitored& m) {
   return faults::latch_of(m, "rlock_semaphore_latch:");
 }
 
@@ -53,7 +53,7 @@ std::pair<int, std::set<std::string>> sends_seen(test::server_monitor& monitor) 
   std::set<std::string> latches;
   while (const auto m = monitor.next(client_script, 500ms)) {
     ++scripts;
-    latches.insert(latch_of(*m));
+    latches.insert(semaphore_latch_of(*m));
   }
   return {scripts, latches};
 }
@@ -83,8 +83,8 @@ TEST(semaphore_sync, a_release_the_replica_missed_is_sent_again_and_confirmed_on
   const auto [first, again, hung] = watched.get();
   ASSERT_TRUE(first) << "the release";
   ASSERT_TRUE(again) << "the release, sent again";
-  EXPECT_FALSE(latch_of(*first).empty());
-  EXPECT_EQ(latch_of(*again), latch_of(*first));
+  EXPECT_FALSE(semaphore_latch_of(*first).empty());
+  EXPECT_EQ(semaphore_latch_of(*again), semaphore_latch_of(*first));
   EXPECT_TRUE(hung);
   // Confirmed when it returned: on the replica, once.
   EXPECT_EQ(p.replica.cli({"GET", "sem-sync"}), "1");

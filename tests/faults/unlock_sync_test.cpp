@@ -22,7 +22,7 @@ namespace {
 using namespace std::chrono_literals;
 
 /// The unlock latch a client's unlock script names ("" if none).
-std::string latch_of(const test::monitored& m) {
+std::string unlock_latch_of(const test::monitored& m) {
   return faults::latch_of(m, "redisson_unlock_latch:");
 }
 
@@ -40,8 +40,8 @@ TEST(unlock_sync, an_unlock_the_replica_missed_is_sent_again_and_confirmed_once_
   const auto [first, again, hung] = watched.get();
   ASSERT_TRUE(first) << "the unlock";
   ASSERT_TRUE(again) << "the unlock, sent again";
-  EXPECT_FALSE(latch_of(*first).empty());
-  EXPECT_EQ(latch_of(*again), latch_of(*first));
+  EXPECT_FALSE(unlock_latch_of(*first).empty());
+  EXPECT_EQ(unlock_latch_of(*again), unlock_latch_of(*first));
   EXPECT_TRUE(hung);
   ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
   EXPECT_EQ(p.replica.cli({"EXISTS", "unlock-sync"}), "0");
@@ -72,7 +72,7 @@ TEST(unlock_sync, tries_used_up_end_with_the_error_and_the_lock_released_on_the_
   int scripts = 0;
   while (const auto m = monitor.next(client_script, 500ms)) {
     ++scripts;
-    latches.insert(latch_of(*m));
+    latches.insert(unlock_latch_of(*m));
   }
   EXPECT_EQ(scripts, 3);
   EXPECT_EQ(latches.size(), 1U) << "one latch for the three sends";
