@@ -7,8 +7,10 @@
 #include <future>
 #include <optional>
 #include <rlock/config.hpp>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "faults/fault_proxy.hpp"
 #include "support/fast_config.hpp"
@@ -72,6 +74,20 @@ inline std::string latch_of(const test::monitored& m, std::string_view prefix) {
     if (a.starts_with(prefix)) return a;
   }
   return {};
+}
+
+/// The sends of a client's scripts that `monitor` sees until none comes for 500 ms, and the
+/// latches (latch_of `prefix`) they name.
+inline std::pair<int, std::set<std::string>> sends_seen(test::server_monitor& monitor,
+                                                        std::string_view prefix) {
+  using namespace std::chrono_literals;
+  int scripts = 0;
+  std::set<std::string> latches;
+  while (const auto m = monitor.next(client_script, 500ms)) {
+    ++scripts;
+    latches.insert(latch_of(*m, prefix));
+  }
+  return {scripts, latches};
 }
 
 }  // namespace rlock::faults

@@ -46,18 +46,6 @@ struct recorded_replica {
   }
 };
 
-/// The sends of the client's scripts that `monitor` sees until none comes for 500 ms, and the
-/// latches they name.
-std::pair<int, std::set<std::string>> sends_seen(test::server_monitor& monitor) {
-  int scripts = 0;
-  std::set<std::string> latches;
-  while (const auto m = monitor.next(client_script, 500ms)) {
-    ++scripts;
-    latches.insert(semaphore_latch_of(*m));
-  }
-  return {scripts, latches};
-}
-
 /// Sets `key` to `count` on the master, and waits until the replica has it. By hand, not by the
 /// client: on a server that counts a connection's offset at its writes only (Redis 7.2 on; 7.0
 /// counts it at every command), the client's own requests would leave it connections that
@@ -114,7 +102,7 @@ TEST(semaphore_sync, sends_used_up_complete_the_release_and_report_it) {
             std::string::npos)
       << e->detail;
   EXPECT_NE(e->detail.find("tried 3 times"), std::string::npos) << e->detail;
-  const auto [scripts, latches] = sends_seen(monitor);
+  const auto [scripts, latches] = sends_seen(monitor, "rlock_semaphore_latch:");
   EXPECT_EQ(scripts, 3);
   EXPECT_EQ(latches.size(), 1U) << "one latch for the three sends";
   EXPECT_EQ(p.master.cli({"GET", "sem-sync-spent"}), "2") << "the permits added once";
@@ -140,7 +128,7 @@ TEST(semaphore_sync, a_permits_release_is_sent_again_and_reported_too) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->object, "pes-sync");
   EXPECT_NE(e->detail.find("tried 2 times"), std::string::npos) << e->detail;
-  const auto [scripts, latches] = sends_seen(monitor);
+  const auto [scripts, latches] = sends_seen(monitor, "rlock_semaphore_latch:");
   EXPECT_EQ(scripts, 2);
   EXPECT_EQ(latches.size(), 1U);
   EXPECT_EQ(p.master.cli({"GET", "pes-sync"}), "1");

@@ -68,12 +68,7 @@ TEST(unlock_sync, tries_used_up_end_with_the_error_and_the_lock_released_on_the_
     EXPECT_EQ(e.code(), errc::replication_not_confirmed) << e.what();
     EXPECT_NE(std::string(e.what()).find("tried 3 times"), std::string::npos) << e.what();
   }
-  std::set<std::string> latches;
-  int scripts = 0;
-  while (const auto m = monitor.next(client_script, 500ms)) {
-    ++scripts;
-    latches.insert(unlock_latch_of(*m));
-  }
+  const auto [scripts, latches] = sends_seen(monitor, "redisson_unlock_latch:");
   EXPECT_EQ(scripts, 3);
   EXPECT_EQ(latches.size(), 1U) << "one latch for the three sends";
   EXPECT_EQ(p.master.cli({"EXISTS", "unlock-sync-spent"}), "0");
