@@ -76,15 +76,22 @@ enum class client_event_kind {
   /// A pub/sub connection to `server` that dropped (pubsub_disconnected) is set up again, and
   /// the channels its waiters listen on are being subscribed again (`detail`: how many).
   pubsub_connected,
-  /// With config::replica_sync: a change that completes as it ran on the master whatever the
-  /// replicas acknowledged (a semaphore's release, try_set_permits, add_permits and
-  /// drain_permits; a permit-expirable semaphore's releases and count changes) ran on the
-  /// master at `server`, but the replicas had not acknowledged it after its sends
-  /// (config::replica_sync_tries). Such a change is not reported to its caller as failed, since
-  /// a caller told so would make it again, and a second release adds its permits twice. A
-  /// failover to a replica that missed it loses it. `object` is the semaphore's key, after
-  /// config::name_mapper; `error` errc::replication_not_confirmed; `detail` what ran, how many
-  /// replicas acknowledged it, and how many sends ran.
+  /// With config::replica_sync: a write the client sends again until the replicas confirm it
+  /// ran on the master at `server`, but the replicas had not acknowledged it after its sends
+  /// (config::replica_sync_tries). A failover to a replica that missed it loses it. Reported
+  /// for:
+  ///  - a change that completes as it ran on the master whatever the replicas acknowledged (a
+  ///    semaphore's release, try_set_permits, add_permits and drain_permits; a
+  ///    permit-expirable semaphore's releases and count changes). Its caller is not told it
+  ///    failed, since a caller told so would make it again, and a second release adds its
+  ///    permits twice: this event is the only word of it;
+  ///  - a caller's unlock of a lock (reentrant, fair, spin, fenced) or of a read-write lock's
+  ///    hold, which also fails with errc::replication_not_confirmed (unlock(ec),
+  ///    unlock_or_throw()); for unlock(), which ignores errors (a lock guard's), this event is
+  ///    the only word of it. Not for the release of an acquire that is being undone.
+  /// `object` is the semaphore's or lock's key, after config::name_mapper; `error`
+  /// errc::replication_not_confirmed; `detail` what ran, how many replicas acknowledged it,
+  /// and how many sends ran.
   write_not_confirmed,
 };
 
@@ -94,7 +101,7 @@ struct client_event {
   /// The server, as a URL without credentials (server_address::to_string()).
   std::string server;
   /// lock_lost: the lock's key; script_reloaded: the script's SHA1; write_not_confirmed: the
-  /// semaphore's key.
+  /// semaphore's or lock's key.
   std::string object;
   /// disconnected, connect_failed: why; lock_lost: errc::lock_lost; write_not_confirmed:
   /// errc::replication_not_confirmed.

@@ -324,8 +324,9 @@ struct config {
   ///     all, each after retry_delay's equal jitter; the first acknowledged confirms the unlock.
   ///     After the last, it has released all the same and reports
   ///     errc::replication_not_confirmed, whose text says how many sends ran (unlock_or_throw()
-  ///     throws it; unlock() ignores it). A blocking unlock waits for these sends: with a
-  ///     replica down, replica_sync_tries times (replica_sync_timeout + the delay). A fenced
+  ///     throws it; unlock() ignores it), and the client reports it as
+  ///     client_event_kind::write_not_confirmed. A blocking unlock waits for these sends: with
+  ///     a replica down, replica_sync_tries times (replica_sync_timeout + the delay). A fenced
   ///     lock's release of a hold it will not return (its token not acknowledged) is sent once;
   ///   - every change of a semaphore's count (release, try_set_permits, add_permits,
   ///     drain_permits) and every release of a permit-expirable semaphore's permits (and its

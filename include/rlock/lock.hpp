@@ -276,6 +276,10 @@ class reentrant_lock {
   ///    loss_token() is stopped;
   ///  - a partial release's outcome is unknown: counted as done; the final release then
   ///    releases whatever is left on the server;
+  ///  - with config::replica_sync, the replicas had not acknowledged the release after its
+  ///    sends: it ran on the master, and the client reports
+  ///    client_event_kind::write_not_confirmed (a failover to a replica that missed it brings
+  ///    the lock back until its lease ends);
   ///  - the calling thread holds no hold, or calls from one of the client's completion
   ///    handlers: nothing happens.
   /// So a loss_token() taken while holding tells, after the release, whether the lock was held

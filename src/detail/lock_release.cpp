@@ -268,6 +268,8 @@ void lock_service::unlock(const std::string& raw_name, std::uint64_t owner_id, l
     if (released && kind == lock_kind::spin) self->wake_local_head(raw_name);
     if (not_owner) ec = make_error_code(errc::not_owner);
     if (unconfirmed) {
+      // A caller's unlock is reported as an event too: unlock() (a lock guard's) ignores errors.
+      if (confirm) emit_not_confirmed(*self->core_, raw_name, res, "released");
       ec = make_error_code(errc::replication_not_confirmed);
       if (error_detail != nullptr) {
         *error_detail = after_tries(not_confirmed_detail(self->core_->cfg(), res, "released"),

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "detail/backoff.hpp"
@@ -107,24 +108,30 @@ inline std::string after_tries(std::string detail, int tries) {
   return detail;
 }
 
+/// Reports client_event_kind::write_not_confirmed for `object` (a key, after
+/// config::name_mapper), whose change `r` ran on the master (`what`: "released", "changed the
+/// count") without the acknowledgements `c`'s config asks for after its sends.
+inline void emit_not_confirmed(core& c, const std::string& object, const exec_result& r,
+                               const std::string& what) {
+  if (!c.events().wanted()) return;
+  c.events().emit({.kind = client_event_kind::write_not_confirmed,
+                   .server = r.synced_on,
+                   .object = object,
+                   .error = make_error_code(errc::replication_not_confirmed),
+                   .detail = after_tries(not_confirmed_detail(c.cfg(), r, what), r.confirm_sends)});
+}
+
 /// `then`, wrapped for a change sent with ask_replicas_until_confirmed that completes as it ran on
 /// the master whatever the replicas acknowledged (a semaphore's count, a permit's release: a
 /// caller told that it failed would make it again): when it ran without the acknowledgements
 /// `cfg` asks for after its sends, client_event_kind::write_not_confirmed is reported for
 /// `object` first. `what` says what ran ("released", "changed").
-inline exec_callback report_unconfirmed(std::shared_ptr<core> c, std::string object,
-                                        std::string what, exec_callback then) {
+/// Without replica_sync `then` is returned as it is: nothing is copied.
+inline exec_callback report_unconfirmed(const std::shared_ptr<core>& c, const std::string& object,
+                                        std::string_view what, exec_callback then) {
   if (!asks_replicas(c->cfg())) return then;
-  return [c = std::move(c), object = std::move(object), what = std::move(what),
-          then = std::move(then)](exec_result r) {
-    if (!r.ec && !replicas_confirmed(c->cfg(), r) && c->events().wanted()) {
-      c->events().emit(
-          {.kind = client_event_kind::write_not_confirmed,
-           .server = r.synced_on,
-           .object = object,
-           .error = make_error_code(errc::replication_not_confirmed),
-           .detail = after_tries(not_confirmed_detail(c->cfg(), r, what), r.confirm_sends)});
-    }
+  return [c, object, what = std::string(what), then = std::move(then)](exec_result r) {
+    if (!r.ec && !replicas_confirmed(c->cfg(), r)) emit_not_confirmed(*c, object, r, what);
     then(std::move(r));
   };
 }

@@ -245,7 +245,9 @@ void rw_lock_service::unlock(const std::string& raw_name, rw_mode mode, std::uin
           // the latest; its holder is told.
           lost.request_stop();
         } else if (!r.ec && !replicas_confirmed(self->core_->cfg(), r)) {
-          // Released on the master without the replicas asked for: the caller is told.
+          // Released on the master without the replicas asked for: the caller is told, and
+          // the client's events (unlock() ignores errors).
+          emit_not_confirmed(*self->core_, std::get<0>(k), r, "released");
           r.ec = make_error_code(errc::replication_not_confirmed);
           r.detail =
               after_tries(not_confirmed_detail(self->core_->cfg(), r, "released"), r.confirm_sends);

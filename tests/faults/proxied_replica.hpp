@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 #include <optional>
+#include <rlock/client.hpp>
 #include <rlock/config.hpp>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "faults/fault_proxy.hpp"
+#include "support/event_recorder.hpp"
 #include "support/fast_config.hpp"
 #include "support/redis_server.hpp"
 #include "support/server_monitor.hpp"
@@ -34,6 +36,22 @@ struct proxied_replica {
     cfg.replica_sync = 1;
     cfg.replica_sync_timeout = 300ms;
     cfg.replica_sync_tries = tries;
+    return cfg;
+  }
+};
+
+/// A proxied_replica and a client of its master, trying `tries` times, that records its events.
+struct recorded_replica {
+  explicit recorded_replica(int tries) : c(recorded(tries)) {}
+
+  proxied_replica p;
+  test::event_recorder rec;
+  client c;
+
+ private:
+  config recorded(int tries) {
+    config cfg = p.client_config(tries);
+    cfg.on_event = rec.handler();
     return cfg;
   }
 };

@@ -30,22 +30,6 @@ std::string semaphore_latch_of(const test::monitored& m) {
   return faults::latch_of(m, "rlock_semaphore_latch:");
 }
 
-/// A proxied_replica and a client of its master, trying `tries` times, that records its events.
-struct recorded_replica {
-  explicit recorded_replica(int tries) : c(recorded(tries)) {}
-
-  proxied_replica p;
-  test::event_recorder rec;
-  client c;
-
- private:
-  config recorded(int tries) {
-    config cfg = p.client_config(tries);
-    cfg.on_event = rec.handler();
-    return cfg;
-  }
-};
-
 /// Sets `key` to `count` on the master, and waits until the replica has it. By hand, not by the
 /// client: on a server that counts a connection's offset at its writes only (Redis 7.2 on; 7.0
 /// counts it at every command), the client's own requests would leave it connections that

@@ -4,16 +4,19 @@
 // again, whole, with its latch (Redisson resends it with the same request id): the replay finds
 // the latch and returns the first run's result, and it writes (the latch's TTL), so that its
 // WAIT, on whichever connection it goes, waits for the first run to reach the replica. Before,
-// the first shortfall was the unlock's error.
+// the first shortfall was the unlock's error. After the last send the unlock's error is
+// errc::replication_not_confirmed, and the client reports client_event_kind::write_not_confirmed
+// (for unlock(), which ignores errors, as a lock guard's does, the only word of it).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <rlock/client.hpp>
-#include <set>
 #include <string>
 
 #include "faults/proxied_replica.hpp"
+#include "support/event_recorder.hpp"
 #include "support/replica_acks.hpp"
 
 namespace rlock::faults {
@@ -27,10 +30,10 @@ std::string unlock_latch_of(const test::monitored& m) {
 }
 
 TEST(unlock_sync, an_unlock_the_replica_missed_is_sent_again_and_confirmed_once_it_has_it) {
-  proxied_replica p;
+  recorded_replica r(4);
+  proxied_replica& p = r.p;
   ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
-  client c(p.client_config(4));
-  auto l = c.get_lock("unlock-sync");
+  auto l = r.c.get_lock("unlock-sync");
   l.lock();
   test::server_monitor monitor(p.master);
   p.proxy.hang_on("redisson_unlock_latch");
@@ -46,13 +49,14 @@ TEST(unlock_sync, an_unlock_the_replica_missed_is_sent_again_and_confirmed_once_
   ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
   EXPECT_EQ(p.replica.cli({"EXISTS", "unlock-sync"}), "0");
   EXPECT_FALSE(l.is_held_by_current_thread());
+  EXPECT_EQ(r.rec.count(client_event_kind::write_not_confirmed), 0U) << r.rec.kinds();
 }
 
 TEST(unlock_sync, tries_used_up_end_with_the_error_and_the_lock_released_on_the_master) {
-  proxied_replica p;
+  recorded_replica r(3);
+  proxied_replica& p = r.p;
   ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
-  client c(p.client_config(3));
-  auto l = c.get_lock("unlock-sync-spent");
+  auto l = r.c.get_lock("unlock-sync-spent");
   l.lock();
   test::server_monitor monitor(p.master);
   p.proxy.hang_on("redisson_unlock_latch");
@@ -74,13 +78,41 @@ TEST(unlock_sync, tries_used_up_end_with_the_error_and_the_lock_released_on_the_
   EXPECT_EQ(p.master.cli({"EXISTS", "unlock-sync-spent"}), "0");
   EXPECT_FALSE(l.is_held_by_current_thread());
   EXPECT_EQ(p.replica.cli({"EXISTS", "unlock-sync-spent"}), "1") << "the stream stayed stopped";
+  const auto e = r.rec.wait_for(client_event_kind::write_not_confirmed, 5s);
+  ASSERT_TRUE(e) << r.rec.kinds();
+  EXPECT_EQ(e->object, "unlock-sync-spent");
+  EXPECT_EQ(e->server, p.master.url());
+  EXPECT_EQ(e->error, errc::replication_not_confirmed);
+  EXPECT_NE(e->detail.find("released on the master, but acknowledged by 0 of the 1"),
+            std::string::npos)
+      << e->detail;
+  EXPECT_NE(e->detail.find("tried 3 times"), std::string::npos) << e->detail;
+  EXPECT_EQ(r.rec.count(client_event_kind::write_not_confirmed), 1U);
+}
+
+TEST(unlock_sync, a_lock_guards_unlock_that_is_not_confirmed_is_reported_as_an_event) {
+  recorded_replica r(2);
+  proxied_replica& p = r.p;
+  ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
+  auto l = r.c.get_lock("unlock-sync-guard");
+  {
+    const std::lock_guard guard(l);
+    p.proxy.hang_on("redisson_unlock_latch");
+  }  // unlock(), which ignores errors
+  EXPECT_FALSE(l.is_held_by_current_thread());
+  EXPECT_EQ(p.master.cli({"EXISTS", "unlock-sync-guard"}), "0");
+  const auto e = r.rec.wait_for(client_event_kind::write_not_confirmed, 5s);
+  ASSERT_TRUE(e) << r.rec.kinds();
+  EXPECT_EQ(e->object, "unlock-sync-guard");
+  EXPECT_NE(e->detail.find("tried 2 times"), std::string::npos) << e->detail;
+  EXPECT_EQ(p.replica.cli({"EXISTS", "unlock-sync-guard"}), "1") << "the stream stayed stopped";
 }
 
 TEST(unlock_sync, a_read_write_locks_unlock_is_sent_again_too) {
-  proxied_replica p;
+  recorded_replica r(2);
+  proxied_replica& p = r.p;
   ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
-  client c(p.client_config(2));
-  auto rw = c.get_read_write_lock("unlock-sync-rw");
+  auto rw = r.c.get_read_write_lock("unlock-sync-rw");
   rw.lock();
   test::server_monitor monitor(p.master);
   p.proxy.hang_on("redisson_unlock_latch");
@@ -91,6 +123,10 @@ TEST(unlock_sync, a_read_write_locks_unlock_is_sent_again_too) {
   while (monitor.next(client_script, 500ms)) ++scripts;
   EXPECT_EQ(scripts, 2);
   EXPECT_EQ(p.master.cli({"EXISTS", "unlock-sync-rw"}), "0");
+  const auto e = r.rec.wait_for(client_event_kind::write_not_confirmed, 5s);
+  ASSERT_TRUE(e) << r.rec.kinds();
+  EXPECT_EQ(e->object, "unlock-sync-rw");
+  EXPECT_NE(e->detail.find("tried 2 times"), std::string::npos) << e->detail;
   // Caught up, a second try's replay is confirmed (the first run reached the replica).
   p.proxy.set_mode(proxy_mode::pass);
   ASSERT_TRUE(test::wait_until_replicas_acknowledge(p.master, 20s));
