@@ -26,8 +26,8 @@ namespace rlock {
 enum class client_event_kind {
   /// The first of the client's command connections to `server` is set up (connected, AUTH,
   /// SELECT, scripts loaded): at start, and again after `disconnected` or `connect_failed`.
-  /// `detail` warns when the server's maxmemory-policy is not noeviction (CONFIG GET, asked
-  /// only while events are wanted; a server that refuses CONFIG is not warned about): such a
+  /// `detail` warns when the server's maxmemory-policy is not noeviction (INFO memory, asked
+  /// only while events are wanted; a server that refuses INFO is not warned about): such a
   /// server may evict held locks under memory pressure (lock.hpp, "Memory"). Empty otherwise.
   connected,
   /// The last set-up command connection to `server` dropped (`error` and `detail`: why). Its

@@ -355,7 +355,7 @@ class connection : public std::enable_shared_from_this<connection> {
   // until then, after a drop, and when the server would not tell.
   std::optional<server_client> server_client_;
   // With events wanted: the server's maxmemory-policy, as a warning when it may evict held
-  // locks (CONFIG GET during setup; empty when it does not, or the server would not tell).
+  // locks (INFO memory during setup; empty when it does not, or the server would not tell).
   std::string eviction_warning_;
   // Earlier generations' connections, dropped with requests unanswered, that the next setup
   // closes on the server (send_setup); at most max_left_behind, the latest.

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "detail/connection.hpp"
+#include "detail/eviction_warning.hpp"
 
 namespace rlock::detail {
 namespace {
@@ -21,17 +22,6 @@ const char* unfinished_step(transport::connect_phase phase) {
       break;
   }
   return "with no answer to its setup commands";
-}
-
-/// The warning that a `connected` event carries for CONFIG GET maxmemory-policy's reply
-/// (["maxmemory-policy", policy]): empty for noeviction, and when the reply tells nothing.
-std::string eviction_warning(const reply_view& r) {
-  if (!r.is_array() || r.size() < 2) return {};
-  const std::string_view policy = r[1].str();
-  if (policy.empty() || policy == "noeviction") return {};
-  return "maxmemory-policy is " + std::string(policy) +
-         ": under memory pressure the server may evict keys, held locks included (noeviction "
-         "keeps them)";
 }
 
 }  // namespace
@@ -183,10 +173,11 @@ void connection::send_setup_as(std::uint64_t gen, const resolved& answer) {
   if (!opts_.sentinels.empty()) cmds.push_back({"ROLE"});
   for (const auto& text : opts_.scripts) cmds.push_back({"SCRIPT", "LOAD", text});
   // With events wanted, command connections ask whether the server may evict keys under memory
-  // pressure, held locks included: the link's `connected` event then warns. Best effort, as
-  // CLIENT INFO: managed services rename CONFIG away, and ACL users often lack it.
+  // pressure, held locks included: the link's `connected` event then warns. INFO memory, not
+  // CONFIG GET, which managed services rename away and ACL users often lack (+@all -@admin).
+  // Best effort, as CLIENT INFO: a server that refuses INFO is not warned about.
   const bool eviction_check = handlers_.on_link && !opts_.pubsub;
-  if (eviction_check) cmds.push_back({"CONFIG", "GET", "maxmemory-policy"});
+  if (eviction_check) cmds.push_back({"INFO", "memory"});
   // config::all_connected_replicas: how many replicas the WAITs that follow lock writes ask
   // for. Best effort: a server that refuses INFO is asked for 1.
   if (opts_.census) cmds.push_back({"INFO", "replication"});
@@ -204,14 +195,14 @@ void connection::send_setup_as(std::uint64_t gen, const resolved& answer) {
     std::vector<std::string_view> args(cmds[i].begin(), cmds[i].end());
     encode_command(args, bytes);
     std::string what = cmds[i][0];
-    if (what == "CLIENT" || what == "SCRIPT" || what == "CONFIG") what += " " + cmds[i][1];
+    if (what == "CLIENT" || what == "SCRIPT" || what == "INFO") what += " " + cmds[i][1];
     // The connection's name only labels it in CLIENT LIST: a server that refuses CLIENT
     // SETNAME (the command renamed away, an ACL without it) is used all the same. So is one
     // that refuses CLIENT INFO (also: older than Redis 6.2): its resends go without closing
     // the connection they left, as before.
     const bool identity = what == "CLIENT INFO";
-    const bool policy = what == "CONFIG GET";
-    const bool replicas = what == "INFO";
+    const bool policy = what == "INFO memory";
+    const bool replicas = what == "INFO replication";
     // Answered (closed, not found, or refused): done with, unless this setup fails before.
     std::optional<server_client> killed;
     if (i >= first_kill && i - first_kill < left_behind.size()) {
@@ -240,7 +231,9 @@ void connection::send_setup_as(std::uint64_t gen, const resolved& answer) {
       }
       if (policy && !r.ec) {
         std::lock_guard policy_lk(self->mu_);
-        if (gen == self->generation_) self->eviction_warning_ = eviction_warning(r.value);
+        if (gen == self->generation_ && r.value.is_string()) {
+          self->eviction_warning_ = eviction_warning(r.value.str());
+        }
       }
       if (replicas && self->opts_.census) {
         const auto count =

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "detail/info_field.hpp"
 #include "detail/whole_number.hpp"
 
 namespace rlock::detail {
@@ -15,17 +16,9 @@ namespace rlock::detail {
 /// The `connected_slaves:<n>` line of an INFO (replication) reply: n, or nullopt when the text
 /// has no such line or its value is no whole number.
 inline std::optional<long long> connected_replicas_in(std::string_view info) {
-  constexpr std::string_view field = "connected_slaves:";
-  std::size_t at = 0;
-  while ((at = info.find(field, at)) != std::string_view::npos) {
-    if (at == 0 || info[at - 1] == '\n') {
-      std::string_view value = info.substr(at + field.size());
-      value = value.substr(0, value.find_first_of("\r\n"));
-      return parse_whole_number(value, 0, 1'000'000);
-    }
-    at += field.size();
-  }
-  return std::nullopt;
+  const auto value = info_field(info, "connected_slaves");
+  if (!value) return std::nullopt;
+  return parse_whole_number(*value, 0, 1'000'000);
 }
 
 /// Thread-safe. A count serves until it is `recount_after` old; one recount at a time is

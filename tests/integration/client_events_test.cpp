@@ -141,6 +141,36 @@ TEST(client_events, a_server_that_may_evict_locks_is_named_when_connected) {
   EXPECT_EQ(rec.events().back().detail, up->detail);
 }
 
+// The policy is read off INFO memory: an ACL user without @admin (no CONFIG), as most
+// applications' users are, is warned too; one without INFO either is connected with no warning.
+TEST(client_events, a_user_without_config_is_warned_of_eviction_too) {
+  redis_server server(server_options{.extra_args = {"--maxmemory-policy", "allkeys-lru"}});
+  ASSERT_EQ(server.cli({"ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-@admin"}),
+            "OK");
+  ASSERT_EQ(
+      server.cli({"ACL", "SETUSER", "blind", "on", ">pw", "~*", "&*", "+@all", "-@admin", "-info"}),
+      "OK");
+  for (const std::string user : {"app", "blind"}) {
+    event_recorder rec;
+    config cfg = recorded_config(server, rec);
+    cfg.username = user;
+    cfg.password = "pw";
+    client c(cfg);
+    const auto up = rec.wait_for(client_event_kind::connected, 10s);
+    ASSERT_TRUE(up) << user << ": " << rec.kinds();
+    if (user == "app") {
+      EXPECT_NE(up->detail.find("maxmemory-policy is allkeys-lru"), std::string::npos)
+          << up->detail;
+    } else {
+      EXPECT_EQ(up->detail, "");
+    }
+    // Either way a lock works.
+    auto l = c.get_lock("evictable-" + user);
+    ASSERT_TRUE(l.try_lock(5s)) << user;
+    l.unlock_or_throw();
+  }
+}
+
 TEST(client_events, a_refused_password_is_reported_once_and_the_fix_is_seen) {
   redis_server server(server_options{.requirepass = "right"});
   event_recorder rec;
