@@ -21,7 +21,8 @@ namespace rlock {
 struct client_stats {
   // ---- Requests: commands the client sends for its objects (acquires, releases, renewals,
   // undos, the deletes of spent keys) and for client::execute / eval, counted once each
-  // however many attempts it took. (Pub/sub (un)subscribes and connection setup are not.)
+  // however many attempts it took. (Pub/sub (un)subscribes are counted apart, below;
+  // connection setup is not counted.)
 
   /// Requests made.
   std::uint64_t requests = 0;
@@ -56,6 +57,20 @@ struct client_stats {
   /// Messages received on the client's subscriptions (unlock notices, semaphore releases,
   /// latch counts, ...), each counted once however many local waiters it woke.
   std::uint64_t messages = 0;
+  /// Channels subscribed to: SUBSCRIBE commands (SSUBSCRIBE for a Cluster's sharded
+  /// channels), one per channel, for a channel's first local waiter and again for each
+  /// channel still wanted when its connection is set up anew.
+  std::uint64_t subscribes = 0;
+  /// Channels unsubscribed from: UNSUBSCRIBE commands (SUNSUBSCRIBE), one per channel, once
+  /// its last local waiter has gone (after the linger of `channels` below).
+  std::uint64_t unsubscribes = 0;
+
+  // ---- Replica acknowledgement (config::replica_sync).
+
+  /// Writes that ran on the master and that the replicas had not acknowledged after their sends
+  /// (client_event_kind::write_not_confirmed: unlocks, semaphore changes, permit releases),
+  /// counted whether or not events are wanted. A failover may lose each of them.
+  std::uint64_t writes_not_confirmed = 0;
 
   // ---- Holds the client renews or watches (locks, read-write lock holds, kept permits).
 

@@ -30,6 +30,9 @@ client_stats client_counters::snapshot() const noexcept {
   s.connect_failures = connect_failures.load(relaxed);
   s.disconnects = disconnects.load(relaxed);
   s.messages = messages.load(relaxed);
+  s.subscribes = subscribes.load(relaxed);
+  s.unsubscribes = unsubscribes.load(relaxed);
+  s.writes_not_confirmed = writes_not_confirmed.load(relaxed);
   s.renewals = renewals.load(relaxed);
   s.renewals_failed = renewals_failed.load(relaxed);
   s.holds_lost = holds_lost.load(relaxed);

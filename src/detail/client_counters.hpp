@@ -34,6 +34,9 @@ struct client_counters {
   counter connect_failures{0};
   counter disconnects{0};
   counter messages{0};
+  counter subscribes{0};
+  counter unsubscribes{0};
+  counter writes_not_confirmed{0};
   counter renewals{0};
   counter renewals_failed{0};
   counter holds_lost{0};

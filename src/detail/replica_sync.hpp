@@ -12,6 +12,7 @@
 
 #include "detail/backoff.hpp"
 #include "detail/channel_wait.hpp"
+#include "detail/client_counters.hpp"
 #include "detail/core.hpp"
 #include "detail/exec_result.hpp"
 #include "detail/retry_fsm.hpp"
@@ -108,11 +109,13 @@ inline std::string after_tries(std::string detail, int tries) {
   return detail;
 }
 
-/// Reports client_event_kind::write_not_confirmed for `object` (a key, after
-/// config::name_mapper), whose change `r` ran on the master (`what`: "released", "changed the
-/// count") without the acknowledgements `c`'s config asks for after its sends.
+/// Counts (client_stats::writes_not_confirmed) and reports client_event_kind::write_not_confirmed
+/// for `object` (a key, after config::name_mapper), whose change `r` ran on the master (`what`:
+/// "released", "changed the count") without the acknowledgements `c`'s config asks for after
+/// its sends.
 inline void emit_not_confirmed(core& c, const std::string& object, const exec_result& r,
                                const std::string& what) {
+  client_counters::add(c.counters()->writes_not_confirmed);
   if (!c.events().wanted()) return;
   c.events().emit({.kind = client_event_kind::write_not_confirmed,
                    .server = r.synced_on,

@@ -172,6 +172,10 @@ std::vector<std::function<void()>> subscriber::apply_locked(channel_table::actio
     a.subscribe.clear();
     a.unsubscribe.clear();
   }
+  if (opts_.counters) {
+    client_counters::add(opts_.counters->subscribes, a.subscribe.size());
+    client_counters::add(opts_.counters->unsubscribes, a.unsubscribe.size());
+  }
   for (auto& [kind, ch] : a.subscribe) {
     request r;
     const std::string_view args[] = {command_for(kind, true), ch};

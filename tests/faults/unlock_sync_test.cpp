@@ -105,6 +105,7 @@ TEST(unlock_sync, a_lock_guards_unlock_that_is_not_confirmed_is_reported_as_an_e
   ASSERT_TRUE(e) << r.rec.kinds();
   EXPECT_EQ(e->object, "unlock-sync-guard");
   EXPECT_NE(e->detail.find("tried 2 times"), std::string::npos) << e->detail;
+  EXPECT_EQ(r.c.stats().writes_not_confirmed, 1U);
   EXPECT_EQ(p.replica.cli({"EXISTS", "unlock-sync-guard"}), "1") << "the stream stayed stopped";
 }
 

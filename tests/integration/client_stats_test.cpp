@@ -167,6 +167,8 @@ TEST(client_stats, a_waiter_is_woken_by_a_message_on_a_channel_it_subscribed) {
   // The waiter's subscription to the lock's channel is confirmed (external: the server's).
   ASSERT_TRUE(wait_until([&] { return c.stats().channels == 1; }, 10s));
   EXPECT_EQ(c.stats().messages, 0U);
+  EXPECT_EQ(c.stats().subscribes, 1U);
+  EXPECT_EQ(c.stats().unsubscribes, 0U);
   holder.unlock_or_throw();
   auto got = acquired.get_future();
   ASSERT_EQ(got.wait_for(10s), std::future_status::ready);

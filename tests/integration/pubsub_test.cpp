@@ -99,6 +99,9 @@ TEST(pubsub, channels_are_reference_counted) {
   EXPECT_FALSE(a.next(100ms).has_value());
   sb.reset();
   EXPECT_TRUE(wait_until([&] { return numsub(server, "shared") == 0; }, 3s));
+  // One SUBSCRIBE and one UNSUBSCRIBE for the two listeners (client_stats).
+  EXPECT_EQ(c.stats().subscribes, 1U);
+  EXPECT_EQ(c.stats().unsubscribes, 1U);
 }
 
 TEST(pubsub, resubscribes_after_server_restart_and_tells_listeners) {
@@ -123,6 +126,7 @@ TEST(pubsub, resubscribes_after_client_kill_type_pubsub) {
   EXPECT_NE(server.cli({"CLIENT", "KILL", "TYPE", "pubsub"}), "0");
   ASSERT_TRUE(box.wait_resubscribed(1));
   ASSERT_TRUE(other.wait_resubscribed(1));
+  EXPECT_EQ(c.stats().subscribes, 4U) << "each channel, then each again";
   server.cli({"PUBLISH", "killed-ch", "back"});
   server.cli({"PUBLISH", "second-ch", "too"});
   EXPECT_EQ(box.next(), "back");

@@ -99,6 +99,8 @@ TEST(replica_sync, an_unlock_a_paused_replica_does_not_confirm_has_released_the_
   EXPECT_EQ(code_of([&] { l.unlock_or_throw(); }), errc::replication_not_confirmed);
   EXPECT_FALSE(exists_on(*p.master, "release-unconfirmed"));
   EXPECT_FALSE(l.is_held_by_current_thread());
+  // Counted without events wanted (this client has no on_event).
+  EXPECT_EQ(c.stats().writes_not_confirmed, 1U);
   // Another client takes it at once; the hold's loss is not signalled for a release.
   client other(config_for(*p.master));
   auto ol = other.get_lock("release-unconfirmed");

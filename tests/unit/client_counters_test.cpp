@@ -33,5 +33,20 @@ TEST(client_counters, in_flight_never_goes_below_zero) {
   EXPECT_EQ(c.snapshot().renewals, 3U);
 }
 
+TEST(client_counters, each_counter_reaches_its_own_field) {
+  client_counters c;
+  client_counters::add(c.messages, 1);
+  client_counters::add(c.subscribes, 2);
+  client_counters::add(c.unsubscribes, 3);
+  client_counters::add(c.writes_not_confirmed, 4);
+  client_counters::add(c.holds_lost, 5);
+  const client_stats s = c.snapshot();
+  EXPECT_EQ(s.messages, 1U);
+  EXPECT_EQ(s.subscribes, 2U);
+  EXPECT_EQ(s.unsubscribes, 3U);
+  EXPECT_EQ(s.writes_not_confirmed, 4U);
+  EXPECT_EQ(s.holds_lost, 5U);
+}
+
 }  // namespace
 }  // namespace rlock::detail

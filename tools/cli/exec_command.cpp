@@ -230,8 +230,9 @@ std::string stats_line(const rlock::client_stats& s) {
          n(s.requests_timed_out) + " timed out, " + n(s.requests_unknown) +
          " of unknown outcome), " + n(s.attempts) + " attempts, " + n(s.connects) +
          " connections set up, " + n(s.connect_failures) + " failed, " + n(s.disconnects) +
-         " dropped, " + n(s.messages) + " messages, " + n(s.renewals) + " renewals (" +
-         n(s.renewals_failed) + " failed), " + n(s.holds_lost) + " holds lost\n";
+         " dropped, " + n(s.messages) + " messages on " + n(s.subscribes) + " subscribes, " +
+         n(s.renewals) + " renewals (" + n(s.renewals_failed) + " failed), " + n(s.holds_lost) +
+         " holds lost, " + n(s.writes_not_confirmed) + " writes not confirmed\n";
 }
 
 }  // namespace
