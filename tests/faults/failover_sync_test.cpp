@@ -95,14 +95,17 @@ struct proxied_sentinel_group {
 
 /// Kills `g`'s master from another thread once `monitor` has seen a client's script and then the
 /// `waits`-th WAIT after it (the script ran: a connection's commands run in order), or after
-/// 5 s without them (a client that sends no WAIT, or fewer). Its result: whether they were seen
-/// with the replication stream still stopped.
+/// 5 s without them (a client that sends no WAIT, or fewer). Its result: whether they were seen,
+/// and the proxy held the write's chunk of the stream (hang_on). The proxy's thread may read
+/// that chunk after MONITOR shows the WAIT (seen under TSan): it is waited for, the kill after
+/// it, so that the replica never has the write.
 std::future<bool> kill_at_wait(proxied_sentinel_group& g, test::server_monitor& monitor,
                                int waits) {
   return std::async(std::launch::async, [&g, &monitor, waits] {
     bool seen = monitor.next(client_script, 5s).has_value();
     for (int i = 0; seen && i < waits; ++i) seen = monitor.next_named("WAIT", 5s).has_value();
-    const bool hung = g.proxy.mode() == proxy_mode::hang;
+    // External state: the proxy's mode has no event to wait on.
+    const bool hung = test::wait_until([&] { return g.proxy.mode() == proxy_mode::hang; }, 5s, 1ms);
     g.master->kill();
     return seen && hung;
   });
