@@ -97,8 +97,9 @@ struct proxied_sentinel_group {
 /// `waits`-th WAIT after it (the script ran: a connection's commands run in order), or after
 /// 5 s without them (a client that sends no WAIT, or fewer). Its result: whether they were seen,
 /// and the proxy held the write's chunk of the stream (hang_on). The proxy's thread may read
-/// that chunk after MONITOR shows the WAIT (seen under TSan): it is waited for, the kill after
-/// it, so that the replica never has the write.
+/// that chunk after MONITOR shows the WAIT (the likely cause of one failure under TSan, where
+/// the mode was sampled once): it is waited for, the kill after it, so that the replica never
+/// has the write.
 std::future<bool> kill_at_wait(proxied_sentinel_group& g, test::server_monitor& monitor,
                                int waits) {
   return std::async(std::launch::async, [&g, &monitor, waits] {
